@@ -1,0 +1,1 @@
+"""Collectors: sweep the workload space of a device with fio, or import existing results."""

@@ -1,0 +1,1 @@
+"""fio: building job files, running them, and parsing their JSON results."""

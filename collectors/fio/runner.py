@@ -1,0 +1,83 @@
+"""Run the fio binary: locally, or against a ``fio --server`` through ``fio --client``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+from modeling.errors import FioError, FioMissing, InvalidInput
+
+_REMOTE_RE = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]),?(?P<port>\d{1,5})?$")
+
+
+def fio_binary() -> str:
+    """Path of the fio binary; raises ``FioMissing`` with install advice when absent."""
+    path = os.environ.get("SSDPREDICT_FIO") or shutil.which("fio")
+    if not path or not Path(path).exists():
+        raise FioMissing()
+    return path
+
+
+@lru_cache(maxsize=4)
+def _version(binary: str) -> str:
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip()
+
+
+def fio_version() -> str:
+    """The installed fio's version string, e.g. ``fio-3.33``."""
+    return _version(fio_binary())
+
+
+def parse_remote(remote: str) -> tuple[str, int]:
+    """Validate ``host:port`` (or ``host``) of a fio server; the default port is 8765."""
+    text = remote.strip()
+    host, _, port_text = text.rpartition(":") if text.count(":") == 1 else (text, "", "")
+    if not host:
+        host, port_text = text, ""
+    match = _REMOTE_RE.match(host)
+    if not match or (port_text and not port_text.isdigit()):
+        raise InvalidInput(f"invalid remote {remote!r}: use HOST:PORT, e.g. 127.0.0.1:8765")
+    port = int(port_text) if port_text else 8765
+    if not 1 <= port <= 65535:
+        raise InvalidInput(f"invalid remote port {port}")
+    return host, port
+
+
+def run_fio(
+    job_text: str,
+    *,
+    remote: str | None = None,
+    timeout: float = 600.0,
+    extra_args: Sequence[str] = (),
+) -> str:
+    """Run one fio job file and return its JSON output.
+
+    ``job_text`` must come from :mod:`collectors.fio.jobs`, which builds it from
+    whitelisted options only.  ``remote`` sends the job to a ``fio --server``.
+    """
+    binary = fio_binary()
+    with tempfile.TemporaryDirectory(prefix="ssdpredict-fio-") as tmp:
+        job_file = Path(tmp) / "job.fio"
+        job_file.write_text(job_text)
+        cmd = [binary, "--output-format=json", *extra_args]
+        if remote is not None:
+            host, port = parse_remote(remote)
+            cmd += [f"--client={host},{port}", str(job_file)]
+        else:
+            cmd.append(str(job_file))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired as exc:
+            raise FioError(f"fio did not finish within {timeout:.0f} s") from exc
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        tail = "; ".join(message[-3:]) if message else f"exit status {proc.returncode}"
+        raise FioError(f"fio failed: {tail}")
+    return proc.stdout

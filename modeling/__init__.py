@@ -1,0 +1,1 @@
+"""Modeling: the shared workload type, the data directory, and per-device regression models."""

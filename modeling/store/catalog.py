@@ -1,0 +1,493 @@
+"""The SQLite catalog: devices, sweeps, points and model versions.
+
+One short-lived connection per operation (WAL mode, busy timeout), so the catalog is safe
+to use from several threads and processes at once.  See :mod:`modeling.store` for the
+crash-safety rules.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from modeling.errors import InvalidInput, NotFound, UnknownDevice
+from modeling.store.atomic import atomic_write
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS devices (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    class TEXT NOT NULL DEFAULT 'ssd',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sweeps (
+    id INTEGER PRIMARY KEY,
+    device_id INTEGER NOT NULL REFERENCES devices(id),
+    source TEXT NOT NULL,              -- 'sweep' or 'ingest'
+    plan_key TEXT,                     -- identifies a plan+target, for resuming
+    plan TEXT NOT NULL DEFAULT '{}',   -- JSON: the plan's points and settings
+    target TEXT,
+    n_planned INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,              -- 'running' or 'complete'
+    info TEXT NOT NULL DEFAULT '{}',   -- JSON: fio version, engine, kernel, ...
+    parquet TEXT,                      -- path relative to the measurements folder
+    created_at TEXT NOT NULL,
+    finished_at TEXT
+);
+CREATE INDEX IF NOT EXISTS sweeps_device ON sweeps(device_id, status);
+CREATE TABLE IF NOT EXISTS points (
+    id INTEGER PRIMARY KEY,
+    sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+    seq INTEGER NOT NULL,              -- index of the point in the plan
+    repeat INTEGER NOT NULL DEFAULT 0,
+    data TEXT NOT NULL,                -- JSON: workload fields and measured metrics
+    raw BLOB,                          -- zlib-compressed raw fio JSON, for provenance
+    created_at TEXT NOT NULL,
+    UNIQUE (sweep_id, seq, repeat)
+);
+CREATE TABLE IF NOT EXISTS models (
+    version TEXT PRIMARY KEY,
+    device_id INTEGER NOT NULL REFERENCES devices(id),
+    active INTEGER NOT NULL DEFAULT 0,
+    path TEXT NOT NULL,                -- folder relative to the data directory's models/
+    manifest TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
+"""
+
+
+def utcnow() -> str:
+    """Current UTC time as an ISO 8601 string."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device in the catalog."""
+
+    id: int
+    name: str
+    device_class: str
+    metadata: dict[str, Any]
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep (or ingest) of a device: a set of measured points."""
+
+    id: int
+    device_id: int
+    source: str
+    plan_key: str | None
+    plan: dict[str, Any]
+    target: str | None
+    n_planned: int
+    status: str
+    info: dict[str, Any]
+    parquet: str | None
+    created_at: str
+    finished_at: str | None
+    n_points: int = 0
+
+
+@dataclass(frozen=True)
+class ModelVersion:
+    """A stored model version of a device (all metrics trained together)."""
+
+    version: str
+    device: str
+    active: bool
+    path: str
+    manifest: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+
+class Catalog:
+    """Devices, sweeps, points and model versions in one SQLite file."""
+
+    def __init__(self, path: Path, measurements_dir: Path) -> None:
+        self.path = Path(path)
+        self.measurements_dir = Path(measurements_dir)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(SCHEMA)  # idempotent; executescript manages its own commit
+        finally:
+            conn.close()
+
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection whose ``with`` block is one transaction (commit or rollback)."""
+        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    # -- devices -------------------------------------------------------------------------
+
+    def ensure_device(
+        self, name: str, device_class: str = "ssd", metadata: dict[str, Any] | None = None
+    ) -> Device:
+        """Return the device called ``name``, creating it (or merging new metadata) if needed."""
+        from modeling.store.datadir import validate_name
+
+        validate_name(name)
+        with self.connect() as conn:
+            row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO devices (name, class, metadata, created_at) VALUES (?, ?, ?, ?)",
+                    (name, device_class, json.dumps(metadata or {}, sort_keys=True), utcnow()),
+                )
+            elif metadata:
+                merged = {**json.loads(row["metadata"]), **metadata}
+                conn.execute(
+                    "UPDATE devices SET metadata = ?, class = ? WHERE id = ?",
+                    (json.dumps(merged, sort_keys=True), device_class, row["id"]),
+                )
+            row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()
+        return _device(row)
+
+    def get_device(self, name: str) -> Device:
+        """The device called ``name``; raises ``UnknownDevice``."""
+        with self.connect() as conn:
+            row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise UnknownDevice(name)
+        return _device(row)
+
+    def list_devices(self) -> list[Device]:
+        """All devices, by name."""
+        with self.connect() as conn:
+            rows = conn.execute("SELECT * FROM devices ORDER BY name").fetchall()
+        return [_device(r) for r in rows]
+
+    # -- sweeps and points ---------------------------------------------------------------
+
+    def create_sweep(
+        self,
+        device: str,
+        *,
+        source: str,
+        plan: dict[str, Any] | None = None,
+        plan_key: str | None = None,
+        target: str | None = None,
+        n_planned: int = 0,
+        info: dict[str, Any] | None = None,
+    ) -> Sweep:
+        """Start a new sweep of an existing device."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            cur = conn.execute(
+                "INSERT INTO sweeps (device_id, source, plan_key, plan, target, n_planned, status,"
+                " info, created_at) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+                (
+                    dev.id,
+                    source,
+                    plan_key,
+                    json.dumps(plan or {}, sort_keys=True),
+                    target,
+                    n_planned,
+                    json.dumps(info or {}, sort_keys=True),
+                    utcnow(),
+                ),
+            )
+            sweep_id = cur.lastrowid
+        assert sweep_id is not None
+        return self.get_sweep(sweep_id)
+
+    def find_resumable_sweep(self, device: str, plan_key: str) -> Sweep | None:
+        """The newest unfinished sweep of ``device`` with the same plan key, if any."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT id FROM sweeps WHERE device_id = ? AND plan_key = ? AND status = 'running'"
+                " ORDER BY id DESC LIMIT 1",
+                (dev.id, plan_key),
+            ).fetchone()
+        return None if row is None else self.get_sweep(row["id"])
+
+    def find_complete_sweep(self, device: str, plan_key: str) -> Sweep | None:
+        """The newest complete sweep of ``device`` with the same plan key, if any."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT id FROM sweeps WHERE device_id = ? AND plan_key = ? AND status = 'complete'"
+                " ORDER BY id DESC LIMIT 1",
+                (dev.id, plan_key),
+            ).fetchone()
+        return None if row is None else self.get_sweep(row["id"])
+
+    def get_sweep(self, sweep_id: int) -> Sweep:
+        """A sweep by id; raises ``NotFound``."""
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.sweep_id = s.id) AS n_points"
+                " FROM sweeps s WHERE s.id = ?",
+                (sweep_id,),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no sweep with id {sweep_id}")
+        return _sweep(row)
+
+    def list_sweeps(self, device: str) -> list[Sweep]:
+        """All sweeps of a device, oldest first."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.sweep_id = s.id) AS n_points"
+                " FROM sweeps s WHERE s.device_id = ? ORDER BY s.id",
+                (dev.id,),
+            ).fetchall()
+        return [_sweep(r) for r in rows]
+
+    def add_point(
+        self,
+        sweep_id: int,
+        seq: int,
+        data: dict[str, Any],
+        *,
+        repeat: int = 0,
+        raw: str | bytes | None = None,
+    ) -> bool:
+        """Store one measured point in its own transaction; ``False`` if it was already stored."""
+        blob = None
+        if raw is not None:
+            blob = zlib.compress(raw.encode() if isinstance(raw, str) else raw, 6)
+        with self.connect() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO points (sweep_id, seq, repeat, data, raw, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (sweep_id, seq, repeat, json.dumps(data, sort_keys=True), blob, utcnow()),
+            )
+            return cur.rowcount == 1
+
+    def completed_points(self, sweep_id: int) -> set[tuple[int, int]]:
+        """The ``(seq, repeat)`` pairs already stored for a sweep."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT seq, repeat FROM points WHERE sweep_id = ?", (sweep_id,)
+            ).fetchall()
+        return {(r["seq"], r["repeat"]) for r in rows}
+
+    def sweep_points(self, sweep_id: int) -> pd.DataFrame:
+        """The stored points of a sweep as rows (``sweep_id``, ``seq``, ``repeat`` + data)."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT seq, repeat, data FROM points WHERE sweep_id = ? ORDER BY seq, repeat",
+                (sweep_id,),
+            ).fetchall()
+        records = [
+            {"sweep_id": sweep_id, "seq": r["seq"], "repeat": r["repeat"], **json.loads(r["data"])}
+            for r in rows
+        ]
+        return pd.DataFrame.from_records(records)
+
+    def raw_result(self, sweep_id: int, seq: int, repeat: int = 0) -> str | None:
+        """The raw fio JSON stored with a point, if any."""
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT raw FROM points WHERE sweep_id = ? AND seq = ? AND repeat = ?",
+                (sweep_id, seq, repeat),
+            ).fetchone()
+        if row is None or row["raw"] is None:
+            return None
+        return zlib.decompress(row["raw"]).decode()
+
+    def finish_sweep(self, sweep_id: int, info: dict[str, Any] | None = None) -> Sweep:
+        """Write the sweep's rows to Parquet atomically, then mark it complete."""
+        sweep = self.get_sweep(sweep_id)
+        device = self._device_name(sweep.device_id)
+        frame = self.sweep_points(sweep_id)
+        relative = f"{device}/sweep-{sweep_id}.parquet"
+        atomic_write(self.measurements_dir / relative, lambda tmp: frame.to_parquet(tmp, index=False))
+        merged_info = {**sweep.info, **(info or {})}
+        with self.connect() as conn:
+            conn.execute(
+                "UPDATE sweeps SET status = 'complete', parquet = ?, finished_at = ?, info = ?"
+                " WHERE id = ?",
+                (relative, utcnow(), json.dumps(merged_info, sort_keys=True), sweep_id),
+            )
+        return self.get_sweep(sweep_id)
+
+    def add_measurements(
+        self,
+        device: str,
+        rows: list[dict[str, Any]],
+        *,
+        source: str = "ingest",
+        info: dict[str, Any] | None = None,
+        raws: list[str | None] | None = None,
+    ) -> Sweep:
+        """Store a whole batch of already-validated rows as one complete sweep, atomically.
+
+        Either every row is stored and visible, or (on any failure) none is.
+        """
+        if not rows:
+            raise InvalidInput("nothing to store: no measurement rows")
+        dev = self.get_device(device)
+        now = utcnow()
+        with self.connect() as conn:
+            cur = conn.execute(
+                "INSERT INTO sweeps (device_id, source, plan, n_planned, status, info, created_at)"
+                " VALUES (?, ?, '{}', ?, 'running', ?, ?)",
+                (dev.id, source, len(rows), json.dumps(info or {}, sort_keys=True), now),
+            )
+            sweep_id = cur.lastrowid
+            raw_list = raws or [None] * len(rows)
+            conn.executemany(
+                "INSERT INTO points (sweep_id, seq, repeat, data, raw, created_at)"
+                " VALUES (?, ?, 0, ?, ?, ?)",
+                [
+                    (
+                        sweep_id,
+                        i,
+                        json.dumps(row, sort_keys=True),
+                        None if raw is None else zlib.compress(raw.encode(), 6),
+                        now,
+                    )
+                    for i, (row, raw) in enumerate(zip(rows, raw_list))
+                ],
+            )
+        assert sweep_id is not None
+        return self.finish_sweep(sweep_id)
+
+    def measurements(self, device: str) -> pd.DataFrame:
+        """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""
+        frames = [
+            pd.read_parquet(self.measurements_dir / s.parquet)
+            for s in self.list_sweeps(device)
+            if s.status == "complete" and s.parquet
+        ]
+        frames = [f for f in frames if not f.empty]
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
+
+    # -- model versions ------------------------------------------------------------------
+
+    def add_model_version(
+        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
+    ) -> ModelVersion:
+        """Record a stored model version; with ``activate`` it becomes the active one atomically."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            conn.execute(
+                "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
+                " VALUES (?, ?, 0, ?, ?, ?)",
+                (version, dev.id, path, json.dumps(manifest, sort_keys=True), utcnow()),
+            )
+            if activate:
+                conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
+                conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        return self.get_model_version(device, version)
+
+    def activate_model(self, device: str, version: str) -> ModelVersion:
+        """Make ``version`` the device's active model (rollback or roll forward)."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT version FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"device {device!r} has no model version {version!r}")
+            conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
+            conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        return self.get_model_version(device, version)
+
+    def get_model_version(self, device: str, version: str) -> ModelVersion:
+        """One model version of a device; raises ``NotFound``."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT * FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"device {device!r} has no model version {version!r}")
+        return _model(row, dev.name)
+
+    def active_model_version(self, device: str) -> ModelVersion | None:
+        """The device's active model version, or ``None`` if it has none."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            row = conn.execute(
+                "SELECT * FROM models WHERE device_id = ? AND active = 1", (dev.id,)
+            ).fetchone()
+        return None if row is None else _model(row, dev.name)
+
+    def list_model_versions(self, device: str) -> list[ModelVersion]:
+        """All model versions of a device, oldest first."""
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT * FROM models WHERE device_id = ? ORDER BY created_at, version", (dev.id,)
+            ).fetchall()
+        return [_model(r, dev.name) for r in rows]
+
+    def _device_name(self, device_id: int) -> str:
+        with self.connect() as conn:
+            row = conn.execute("SELECT name FROM devices WHERE id = ?", (device_id,)).fetchone()
+        return str(row["name"])
+
+
+def _device(row: sqlite3.Row) -> Device:
+    return Device(
+        id=row["id"],
+        name=row["name"],
+        device_class=row["class"],
+        metadata=json.loads(row["metadata"]),
+        created_at=row["created_at"],
+    )
+
+
+def _sweep(row: sqlite3.Row) -> Sweep:
+    return Sweep(
+        id=row["id"],
+        device_id=row["device_id"],
+        source=row["source"],
+        plan_key=row["plan_key"],
+        plan=json.loads(row["plan"]),
+        target=row["target"],
+        n_planned=row["n_planned"],
+        status=row["status"],
+        info=json.loads(row["info"]),
+        parquet=row["parquet"],
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+        n_points=row["n_points"] if "n_points" in row.keys() else 0,
+    )
+
+
+def _model(row: sqlite3.Row, device: str) -> ModelVersion:
+    return ModelVersion(
+        version=row["version"],
+        device=device,
+        active=bool(row["active"]),
+        path=row["path"],
+        manifest=json.loads(row["manifest"]),
+        created_at=row["created_at"],
+    )

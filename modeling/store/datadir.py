@@ -1,0 +1,62 @@
+"""Paths inside the data directory, and the name rule that keeps them inside it."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+from modeling.errors import InvalidInput
+from modeling.store.catalog import Catalog
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def validate_name(name: str, what: str = "device name") -> str:
+    """Return ``name`` if it is safe as a path component, else raise ``InvalidInput``.
+
+    Letters, digits, ``.``, ``_`` and ``-``; 1-128 characters; not starting with a dot,
+    so ``..`` and hidden files can never be named.
+    """
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name in (".", ".."):
+        raise InvalidInput(
+            f"invalid {what} {name!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+class DataDir:
+    """The on-disk home of catalog, measurements, models and scratch files."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / "catalog.sqlite3"
+
+    @property
+    def measurements_dir(self) -> Path:
+        return self.root / "measurements"
+
+    @property
+    def models_dir(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def scratch_dir(self) -> Path:
+        return self.root / "scratch"
+
+    def device_models_dir(self, device: str) -> Path:
+        """Folder of a device's model versions."""
+        return self.models_dir / validate_name(device)
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """The SQLite catalog (created on first use)."""
+        return Catalog(self.catalog_path, self.measurements_dir)
+
+    def __repr__(self) -> str:
+        return f"DataDir({str(self.root)!r})"

@@ -1,0 +1,1 @@
+"""The ``ssdpredict`` command line: parse arguments, call one domain function, print."""

@@ -1,0 +1,71 @@
+"""Helpers shared by the CLI command modules: data directory, errors, output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from typing import Any, Callable, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from modeling.errors import SsdPredictError
+from modeling.store import DataDir
+from service.config import get_settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def datadir() -> DataDir:
+    """The data directory named by the settings (``SSDPREDICT_HOME``)."""
+    return DataDir(get_settings().home)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line naming each invalid field and why."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "invalid workload: " + "; ".join(parts)
+
+
+def handle_errors(func: F) -> F:
+    """Turn domain errors into a one-line message on stderr and exit status 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except SsdPredictError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except ValidationError as exc:
+            err_console.print(f"[bold red]error:[/] {validation_message(exc)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            err_console.print("interrupted; run the same command again to resume", highlight=False)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as JSON on stdout (NaN and infinities become null)."""
+    sys.stdout.write(json.dumps(_clean(data), indent=2, default=str) + "\n")

@@ -1,0 +1,9 @@
+"""CLI: serve commands (to be written)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the app."""

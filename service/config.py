@@ -1,0 +1,47 @@
+"""Settings: one pydantic-settings class, environment variables prefixed ``SSDPREDICT_``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything configurable, read from ``SSDPREDICT_*`` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="SSDPREDICT_", extra="ignore")
+
+    home: Path = Field(
+        default=Path("~/.local/share/ssdpredict"),
+        description="data directory (catalog, measurements, models)",
+    )
+    api_token: str | None = Field(
+        default=None, description="bearer token required by mutating endpoints when set"
+    )
+    max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_batch: int = Field(default=10_000, ge=1, le=1_000_000)
+    cors_origins: list[str] = Field(default_factory=list)
+    workers: int = Field(default=1, ge=1, le=64)
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+
+    @field_validator("home")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("api_token")
+    @classmethod
+    def _empty_token_is_none(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            return None
+        return value
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, built on first use."""
+    return Settings()

@@ -1,0 +1,42 @@
+"""Shared fixtures: an isolated data directory per test, and fio availability."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from modeling.store import DataDir
+from service.config import get_settings
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own empty SSDPREDICT_HOME and fresh settings."""
+    path = tmp_path / "home"
+    monkeypatch.setenv("SSDPREDICT_HOME", str(path))
+    monkeypatch.delenv("SSDPREDICT_API_TOKEN", raising=False)
+    get_settings.cache_clear()
+    yield path
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def datadir(home: Path) -> DataDir:
+    """The test's data directory."""
+    return DataDir(home)
+
+
+@pytest.fixture(scope="session")
+def fio_available() -> str:
+    """The fio binary; the suite requires it (``make test`` installs it)."""
+    path = shutil.which("fio")
+    if path is None:
+        pytest.fail("fio is not installed: run `make test` (it installs fio) or `apt-get install fio`")
+    return path

@@ -1,0 +1,1 @@
+"""Traces: parse, characterise, capture, replay and validate real block I/O traces."""
