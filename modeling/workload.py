@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Mapping
+from typing import Annotated, Any, Final
+from collections.abc import Mapping
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -198,7 +199,7 @@ class Workload(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _fill_defaults(self) -> "Workload":
+    def _fill_defaults(self) -> Workload:
         # frozen model: defaults derived from other fields are set once, here.
         for field, source in (
             ("read_size", "request_size"),
@@ -225,7 +226,7 @@ class Workload(BaseModel):
         return {name: getattr(self, name) for name in WORKLOAD_FIELDS}
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "Workload":
+    def from_row(cls, row: Mapping[str, Any]) -> Workload:
         """Build a workload from a mapping that may hold extra (metric) keys and NaN gaps."""
         values: dict[str, Any] = {}
         for name in WORKLOAD_FIELDS:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from pydantic import ValidationError
@@ -297,7 +298,9 @@ def workload_from_options(options: Mapping[str, Any], *, source: str = "fio job"
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err.get("loc", ())) or "workload"
-        raise FioOutputError(f"{source}: job options give an invalid workload: {field}: {err['msg']}") from exc
+        raise FioOutputError(
+            f"{source}: job options give an invalid workload: {field}: {err['msg']}"
+        ) from exc
     except (TypeError, ValueError) as exc:
         raise FioOutputError(f"{source}: cannot read the workload from the job options: {exc}") from exc
 

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from modeling.errors import FioError, FioMissing, InvalidInput
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:

@@ -370,7 +370,7 @@ class Catalog:
                         None if raw is None else zlib.compress(raw.encode(), 6),
                         now,
                     )
-                    for i, (row, raw) in enumerate(zip(rows, raw_list))
+                    for i, (row, raw) in enumerate(zip(rows, raw_list, strict=True))
                 ],
             )
         assert sweep_id is not None

@@ -6,7 +6,8 @@ import functools
 import json
 import math
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 import typer
 from pydantic import ValidationError
@@ -47,7 +48,8 @@ def handle_errors(func: F) -> F:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except ValidationError as exc:
-            err_console.print(f"[bold red]error:[/] {validation_message(exc)}", highlight=False, soft_wrap=True)
+            message = validation_message(exc)
+            err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
             err_console.print("interrupted; run the same command again to resume", highlight=False)
