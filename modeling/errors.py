@@ -121,3 +121,10 @@ class CorruptModel(SsdPredictError):
 
     kind = "invalid"
     code = "corrupt_model"
+
+
+class DeviceUnavailable(SsdPredictError):
+    """A device cannot be reached or attached (``nvme connect`` failed, no namespace, no tool)."""
+
+    kind = "unavailable"
+    code = "device_unavailable"

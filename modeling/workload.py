@@ -113,11 +113,9 @@ SizeBytes = Annotated[
     BeforeValidator(parse_size),
     Field(ge=512, le=MAX_REQUEST_SIZE, multiple_of=512, description="bytes; or '16k', '1MiB'"),
 ]
-OptionalSize = Annotated[
-    int | None,
-    BeforeValidator(_size_or_none),
-    Field(ge=512, le=MAX_REQUEST_SIZE, multiple_of=512),
-]
+# The limits sit inside the union: on ``int | None`` an explicit null reached the ``ge``
+# check and raised TypeError (a 500 in the API) instead of meaning "use the default".
+OptionalSize = Annotated[SizeBytes | None, BeforeValidator(_size_or_none)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 

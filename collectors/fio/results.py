@@ -109,7 +109,7 @@ def _parse_group(
         for key, value in per_dir[direction].items():
             if key != "_curve":
                 row[f"{direction}_{key}"] = value
-    mixed = [j.get("mixed") for j in jobs if isinstance(j.get("mixed"), dict)]
+    mixed: list[Mapping[str, Any]] = [j["mixed"] for j in jobs if isinstance(j.get("mixed"), dict)]
     if len(mixed) == len(jobs):
         combined = _direction_metrics(mixed, source, "mixed")
     else:

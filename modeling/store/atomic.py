@@ -8,7 +8,7 @@ from pathlib import Path
 from collections.abc import Callable
 
 
-def atomic_write(path: Path, writer: Callable[[Path], None]) -> Path:
+def atomic_write(path: Path, writer: Callable[[Path], object]) -> Path:
     """Call ``writer(tmp_path)`` then atomically rename the result onto ``path``.
 
     A crash at any moment leaves either the old file or the new one, never a partial one.

@@ -1,9 +1,87 @@
-"""CLI: ingest commands (to be written)."""
+"""CLI: ``ssdpredict ingest`` -- import fio JSON results and CSV measurements."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from collectors.ingest import ingest_paths
+from modeling.errors import InvalidInput
+from service.cli.common import console, datadir, handle_errors, print_json
+
+PER_FILE_LIMIT = 10  # above this many files, print one line per folder
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add ``ingest``."""
+    app.command("ingest")(ingest)
+
+
+def parse_meta(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs into a dict (whole numbers become ints)."""
+    meta: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.replace("_", "").replace("-", "").isalnum():
+            raise InvalidInput(f"invalid --meta {item!r}: use KEY=VALUE, e.g. --meta controller=P420i")
+        meta[key] = int(value) if value.strip().isdigit() else value.strip()
+    return meta
+
+
+@handle_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="fio JSON files, CSV files, or folders of them")],
+    device: Annotated[str, typer.Option("--device", "-d", help="device name to store the points under")],
+    device_class: Annotated[
+        str | None,
+        typer.Option("--class", help="class of a new device: ssd|raid|csd|nvmeof|pmem (default ssd)"),
+    ] = None,
+    meta: Annotated[
+        list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="print the stored sweep as JSON")] = False,
+) -> None:
+    """Import measurements (all or nothing): fio JSON files or folders, or CSV.
+
+    fio JSON: the workload comes from each job's options; folders are searched recursively.
+
+    CSV required columns: write_ratio, queue_depth, request_size, randomness.
+
+    CSV optional columns: numjobs, read_size, write_size, read_randomness, write_randomness.
+
+    CSV metric columns (one at least): latency_mean_us, latency_p99_us, bandwidth_mib_s, iops.
+
+    Sizes are bytes.  Unknown columns are refused.  One bad row rejects the whole import.
+    """
+    sweep = ingest_paths(
+        datadir(), device, paths, device_class=device_class, metadata=parse_meta(meta or []) or None
+    )
+    files = sweep.info.get("files", [])
+    if json_output:
+        print_json({"device": device, "sweep_id": sweep.id, "points": sweep.n_points, **sweep.info})
+        return
+    if sweep.info.get("already_ingested"):
+        console.print(
+            f"already ingested: sweep {sweep.id} of {device} holds this data "
+            f"({sweep.n_points} points); nothing stored again"
+        )
+        return
+    if len(files) <= PER_FILE_LIMIT:
+        for f in files:
+            console.print(f"{f['name']}: {f['points']} points ({f['format']})", highlight=False)
+    else:
+        folders: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for f in files:
+            counts = folders[str(Path(f["name"]).parent)]
+            counts[0] += 1
+            counts[1] += f["points"]
+        for folder, (n_files, n_points) in sorted(folders.items()):
+            console.print(f"{folder}/: {n_points} points from {n_files} files", highlight=False)
+    console.print(
+        f"stored {sweep.n_points} points from {len(files)} files as sweep {sweep.id} of {device}",
+        highlight=False,
+    )

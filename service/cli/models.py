@@ -1,9 +1,304 @@
-"""CLI: models commands (to be written)."""
+"""CLI: ``train``, ``evaluate``, ``predict`` and ``models list|show|activate``."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from modeling.workload import METRIC_UNITS, METRICS, Workload
+from service.cli.common import console, datadir, handle_errors, print_json
+
+models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
+    """Add ``train``, ``evaluate``, ``predict`` and the ``models`` group."""
+    app.command("train")(train)
+    app.command("evaluate")(evaluate)
+    app.command("predict")(predict)
+    app.add_typer(models_app, name="models")
+
+
+def _bar() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@handle_errors
+def train(
+    device: str = typer.Option(..., "--device", "-d", help="device to train"),
+    folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds for model selection"),
+    time_budget: float = typer.Option(60.0, min=0.0, help="seconds to spend tuning (whole device)"),
+    no_activate: bool = typer.Option(False, "--no-activate", help="register without activating"),
+    json_output: bool = typer.Option(False, "--json", help="print the new version as JSON"),
+) -> None:
+    """Train one model per metric (and per region) and register a new model version."""
+    from modeling.train import train_device
+
+    with _bar() as bar:
+        task = bar.add_task("training", total=1.0)
+        mv = train_device(
+            datadir(),
+            device,
+            folds=folds,
+            time_budget_s=time_budget,
+            activate=not no_activate,
+            progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+        )
+    if json_output:
+        print_json({"device": mv.device, "version": mv.version, "active": mv.active, "manifest": mv.manifest})
+        return
+    console.print(
+        f"trained [bold]{mv.device}[/] version [bold]{mv.version}[/]{' (active)' if mv.active else ''}"
+    )
+    _print_manifest_summary(mv.manifest)
+
+
+def _print_manifest_summary(manifest: dict[str, Any]) -> None:
+    table = Table("metric", "mode", "estimator", "features", "CV MRE", "auto regions")
+    for metric in METRICS:
+        m = manifest.get("metrics", {}).get(metric)
+        if not m:
+            continue
+        g = m["global"]
+        auto = [r for r, e in m.get("regions", {}).items() if e.get("auto")]
+        table.add_row(
+            metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}", ", ".join(auto) or "-"
+        )
+    console.print(table)
+
+
+@handle_errors
+def evaluate(
+    device: str = typer.Option(..., "--device", "-d", help="device to evaluate"),
+    folds: int = typer.Option(5, min=2, max=20, help="outer cross-validation folds"),
+    holdout: str | None = typer.Option(None, "--holdout", help="CSV of measured workloads to test on"),
+    time_budget: float = typer.Option(60.0, min=0.0, help="seconds of tuning for the whole evaluation"),
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Report cross-validated (or hold-out) errors per metric."""
+    from modeling.evaluate import evaluate_device
+
+    report = evaluate_device(
+        datadir(), device, folds=folds, holdout=holdout, time_budget_s=time_budget
+    ).to_dict()
+    if json_output:
+        print_json(report)
+        return
+    table = Table(
+        "metric",
+        "MRE",
+        "median",
+        "p90",
+        "R²",
+        "coverage",
+        "global MRE",
+        "basic",
+        "extended",
+        title=f"{device}: {report['method']}, n={report['n']}",
+    )
+    fs = report.get("feature_sets") or {}
+    for metric, e in report["metrics"].items():
+        table.add_row(
+            metric,
+            f"{e['mre']:.2%}",
+            f"{e['median_re']:.2%}",
+            f"{e['p90_re']:.2%}",
+            f"{e['r2']:.3f}",
+            f"{e['coverage']:.0%}",
+            f"{e['mre_global']:.2%}",
+            *(f"{fs[s][metric]:.2%}" if s in fs else "-" for s in ("basic", "extended")),
+        )
+    console.print(table)
+    if report.get("regions"):
+        rt = Table("region", "n", *METRICS, title="MRE: global / region model / auto")
+        for region, e in report["regions"].items():
+            cells = [
+                f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
+                f" / {e[m]['auto']:.1%}"
+                for m in METRICS
+            ]
+            rt.add_row(region, str(e["n"]), *cells)
+        console.print(rt)
+    noise = report.get("noise_floor")
+    if noise:
+        console.print("noise floor (repeat CV): " + ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in METRICS))
+    else:
+        console.print("noise floor: no repeated workloads in the data")
+
+
+@handle_errors
+def predict(
+    device: str = typer.Option(..., "--device", "-d", help="device to predict for"),
+    write_ratio: float | None = typer.Option(None, help="fraction of writes, 0..1"),
+    queue_depth: int | None = typer.Option(None, help="I/Os in flight per job"),
+    request_size: str | None = typer.Option(None, help="bytes per request, e.g. 16k"),
+    randomness: float | None = typer.Option(None, help="fraction of random requests, 0..1"),
+    numjobs: int | None = typer.Option(None, help="parallel jobs"),
+    read_size: str | None = typer.Option(None, help="read request size"),
+    write_size: str | None = typer.Option(None, help="write request size"),
+    read_randomness: float | None = typer.Option(None, help="randomness of reads"),
+    write_randomness: float | None = typer.Option(None, help="randomness of writes"),
+    model: str = typer.Option("auto", help="auto, global or a region name"),
+    version: str | None = typer.Option(None, help="model version (default: the active one)"),
+    input_csv: str | None = typer.Option(None, "--input", "-i", help="CSV of workloads (ingest columns)"),
+    output: str | None = typer.Option(None, "--output", "-o", help="output CSV (default: stdout)"),
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Predict the metrics of one workload, or of every row of a CSV file."""
+    from modeling.batch import predict_csv
+    from modeling.predict import predict as predict_one
+
+    data = datadir()
+    if input_csv is not None:
+        frame = predict_csv(data, device, Path(input_csv), model=model, version=version)
+        if output is None:
+            frame.to_csv(sys.stdout, index=False)
+        else:
+            frame.to_csv(output, index=False)
+            console.print(f"wrote {len(frame)} predictions to {output}")
+        return
+    given = {
+        "write_ratio": write_ratio,
+        "queue_depth": queue_depth,
+        "request_size": request_size,
+        "randomness": randomness,
+        "numjobs": numjobs,
+        "read_size": read_size,
+        "write_size": write_size,
+        "read_randomness": read_randomness,
+        "write_randomness": write_randomness,
+    }
+    missing = [k for k in ("write_ratio", "queue_depth", "request_size", "randomness") if given[k] is None]
+    if missing:
+        from modeling.errors import InvalidInput
+
+        raise InvalidInput(
+            "missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or use --input FILE.csv)"
+        )
+    workload = Workload.model_validate({k: v for k, v in given.items() if v is not None})
+    result = predict_one(data, device, workload, model=model, version=version)
+    if json_output:
+        print_json(
+            {
+                "device": result.device,
+                "model_version": result.model_version,
+                "workload": workload.as_row(),
+                "predictions": {m: vars(p) for m, p in result.predictions.items()},
+            }
+        )
+        return
+    table = Table(
+        "metric",
+        "value",
+        "90% interval",
+        "model",
+        "note",
+        title=f"{device} ({result.model_version}), region {workload.region}",
+    )
+    for metric, p in result.predictions.items():
+        unit = METRIC_UNITS[metric]
+        interval = "-" if p.lower is None else f"{p.lower:,.1f} .. {p.upper:,.1f}"
+        table.add_row(
+            metric,
+            f"{p.value:,.1f} {unit}",
+            interval,
+            p.model,
+            "[yellow]extrapolated[/]" if p.extrapolated else "",
+        )
+    console.print(table)
+
+
+@models_app.command("list")
+@handle_errors
+def list_versions(
+    device: str = typer.Option(..., "--device", "-d"),
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """List a device's model versions."""
+    from modeling.registry import ModelRegistry
+
+    versions = ModelRegistry(datadir()).versions(device)
+    rows = [
+        {
+            "version": v.version,
+            "active": v.active,
+            "created_at": v.created_at,
+            "cv_mre": v.manifest.get("cv_mre", {}),
+            "n_rows": v.manifest.get("n_rows"),
+        }
+        for v in versions
+    ]
+    if json_output:
+        print_json({"device": device, "versions": rows})
+        return
+    if not rows:
+        console.print(f"{device} has no model yet: run `ssdpredict train --device {device}`")
+        return
+    table = Table("version", "active", "created", "points", *METRICS)
+    for r in rows:
+        table.add_row(
+            r["version"],
+            "*" if r["active"] else "",
+            r["created_at"],
+            str(r["n_rows"]),
+            *(f"{r['cv_mre'][m]:.2%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
+        )
+    console.print(table)
+
+
+@models_app.command("show")
+@handle_errors
+def show(
+    device: str = typer.Option(..., "--device", "-d"),
+    version: str | None = typer.Argument(None, help="version (default: the active one)"),
+    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Show a model version's manifest: estimators, parameters, data hash, CV errors."""
+    from modeling.errors import NoModel
+
+    catalog = datadir().catalog
+    if version is None:
+        mv = catalog.active_model_version(device)
+        if mv is None:
+            raise NoModel(
+                f"device {device!r} has no trained model yet; run `ssdpredict train --device {device}`"
+            )
+    else:
+        mv = catalog.get_model_version(device, version)
+    if json_output:
+        print_json({"device": mv.device, "version": mv.version, "active": mv.active, "manifest": mv.manifest})
+        return
+    man = mv.manifest
+    active = " (active)" if mv.active else ""
+    console.print(f"[bold]{mv.device}[/] {mv.version}{active}, created {man.get('created_at')}")
+    data = man.get("data", {})
+    console.print(
+        f"data: {data.get('n_rows')} rows, sweeps {data.get('sweep_ids')}, fio {data.get('fio_versions')},"
+        f" sha256 {str(data.get('sha256'))[:16]}..."
+    )
+    _print_manifest_summary(man)
+
+
+@models_app.command("activate")
+@handle_errors
+def activate(
+    device: str = typer.Option(..., "--device", "-d"),
+    version: str = typer.Argument(..., help="version to make active"),
+) -> None:
+    """Make a model version the active one (rollback or roll forward)."""
+    from modeling.registry import ModelRegistry
+
+    mv = ModelRegistry(datadir()).activate(device, version)
+    console.print(f"{mv.device}: active model is now {mv.version}")

@@ -18,7 +18,10 @@ from modeling.workload import (
 
 def basic(**overrides: object) -> dict[str, object]:
     values: dict[str, object] = {
-        "write_ratio": 0.3, "queue_depth": 8, "request_size": 16384, "randomness": 1.0,
+        "write_ratio": 0.3,
+        "queue_depth": 8,
+        "request_size": 16384,
+        "randomness": 1.0,
     }
     values.update(overrides)
     return values
@@ -86,8 +89,18 @@ def test_workload_is_immutable() -> None:
 
 @pytest.mark.parametrize(
     ("text", "size"),
-    [("4096", 4096), ("4k", 4096), ("4K", 4096), ("4KiB", 4096), ("16kb", 16384),
-     ("1m", 1048576), ("1.5m", 1572864), (" 2g ", 2 * 1024**3), (8192, 8192), (512.0, 512)],
+    [
+        ("4096", 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("4KiB", 4096),
+        ("16kb", 16384),
+        ("1m", 1048576),
+        ("1.5m", 1572864),
+        (" 2g ", 2 * 1024**3),
+        (8192, 8192),
+        (512.0, 512),
+    ],
 )
 def test_parse_size(text: object, size: int) -> None:
     assert parse_size(text) == size

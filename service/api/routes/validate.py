@@ -1,4 +1,10 @@
-"""Route: upload a trace, get per-window workload vectors, predictions and errors."""
+"""Route: upload a trace, get per-window workload vectors, predictions and errors.
+
+Errors (predicted vs measured) are returned when the trace itself carries measured
+latency (blktrace/blkparse issue-completion pairs, MSR response times, a captured trace).
+Replay on a target is not offered over the API: it writes to a device, which needs the
+CLI's explicit ``--target`` and ``--destroy-data``.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +12,27 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from modeling.store import DataDir
-from service.config import get_settings
+from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep
+from traces.reader import FORMATS
 from traces.validate import validate_upload
 
 router = APIRouter()
 
 
 @router.post("/v1/devices/{device}/validate", tags=["traces"])
-async def validate_trace(
-    device: str,
+def validate_trace(
+    device: DeviceDep,
+    datadir: DataDirDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
     file: Annotated[UploadFile, File(description="a block trace in any supported format")],
-    format: Annotated[str, Form()] = "auto",
-    window_s: Annotated[float | None, Form(gt=0)] = 1.0,
-    window_requests: Annotated[int | None, Form(ge=1)] = None,
+    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
+    window_s: Annotated[float | None, Form(gt=0, le=86400)] = 1.0,
+    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
 ) -> dict[str, Any]:
-    """Characterise an uploaded trace per window and compare predictions with measured values."""
-    data = await file.read()
+    """Characterise an uploaded trace per window, predict each window and compare with measured values."""
+    data = file.file.read(settings.max_upload_bytes + 1)
     return validate_upload(
-        DataDir(get_settings().home), device, data, filename=file.filename or "",
-        fmt=format, window_s=window_s, window_requests=window_requests,
+        datadir, device, data, filename=file.filename or "", fmt=format, window_s=window_s,
+        window_requests=window_requests, max_bytes=settings.max_upload_bytes, registry=registry,
     )

@@ -1,0 +1,238 @@
+"""Accuracy benchmark: cross-validated errors per device, and MRE vs measured points.
+
+Usage::
+
+    .venv/bin/python bench/accuracy.py                       # every fio-plot device
+    .venv/bin/python bench/accuracy.py --device NAME --home PATH   # an already swept device
+    .venv/bin/python bench/accuracy.py --sampling-only --budget 30
+
+For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
+temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.evaluate`
+runs (the whole training procedure inside each fold).  Printed: MRE per metric with the
+issue's targets, basic vs extended features, interval coverage, the noise floor when the
+data has repeats, and the wall time of one full training.  The sampling study trains on
+growing subsets of one device's points chosen by a coarse grid, at random, or adaptively
+(:func:`modeling.adaptive.propose_points`) and reports the MRE on the points left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from modeling.adaptive import propose_points  # noqa: E402
+from modeling.evaluate import evaluate_frame  # noqa: E402
+from modeling.features import workload_matrix  # noqa: E402
+from modeling.fit import fit_device_model  # noqa: E402
+from modeling.selection import _c, relative_errors  # noqa: E402
+from modeling.store import DataDir  # noqa: E402
+from modeling.workload import METRICS, Workload  # noqa: E402
+
+FIO_PLOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "fio-plot"
+TARGETS = {"iops": 0.04, "bandwidth_mib_s": 0.04, "latency_mean_us": 0.05, "latency_p99_us": 0.12}
+SHORT = {
+    "latency_mean_us": "lat mean",
+    "latency_p99_us": "lat p99",
+    "bandwidth_mib_s": "bandwidth",
+    "iops": "IOPS",
+}
+
+
+def fio_plot_devices(root: Path = FIO_PLOT) -> list[Path]:
+    """Leaf folders holding fio JSON results, one per device."""
+    return sorted(p for p in root.rglob("*") if p.is_dir() and any(p.glob("*.json")))
+
+
+def ingest_folder(datadir: DataDir, name: str, folder: Path) -> pd.DataFrame:
+    """Ingest a folder of fio JSON files as a device; returns its measurements."""
+    try:
+        from collectors.ingest import ingest_paths
+
+        ingest_paths(datadir, name, sorted(folder.glob("*.json")))
+    except ImportError:  # before the ingest module existed
+        from collectors.fio.results import parse_fio_output
+
+        rows = [
+            r.row
+            for f in sorted(folder.glob("*.json"))
+            for r in parse_fio_output(f.read_text(), source=f.name)
+        ]
+        datadir.catalog.ensure_device(name)
+        datadir.catalog.add_measurements(name, rows)
+    return datadir.catalog.measurements(name)
+
+
+def accuracy_row(name: str, frame: pd.DataFrame, folds: int, budget: float) -> dict:
+    """Nested-CV errors and one full training's wall time for one device."""
+    t0 = time.monotonic()
+    fit_device_model(frame, folds=folds, time_budget_s=budget)
+    train_s = time.monotonic() - t0
+    report = evaluate_frame(frame, device=name, folds=folds, time_budget_s=budget * folds).to_dict()
+    report["train_seconds"] = train_s
+    return report
+
+
+def print_table(reports: list[dict]) -> None:
+    """The per-device error table (markdown)."""
+    head = ["device", "n"] + [f"{SHORT[m]} MRE" for m in METRICS]
+    head += [f"{SHORT[m]} basic/ext" for m in METRICS] + [
+        "coverage (90 %)",
+        "noise floor",
+        "train s",
+        "eval s",
+    ]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in reports:
+        cells = [r["device"], str(r["n"])]
+        for m in METRICS:
+            mre = r["metrics"][m]["mre"]
+            cells.append(f"{mre:.1%}{'' if mre <= TARGETS[m] else ' ✗'}")
+        fs = r.get("feature_sets") or {}
+        for m in METRICS:
+            cells.append(f"{fs['basic'][m]:.1%} / {fs['extended'][m]:.1%}" if fs else "-")
+        cov = [r["metrics"][m]["coverage"] for m in METRICS]
+        cells.append(f"{min(cov):.0%}-{max(cov):.0%}")
+        noise = r.get("noise_floor")
+        cells.append(
+            "no repeats" if not noise else ", ".join(f"{SHORT[m]} {noise[m]['cv']:.1%}" for m in METRICS)
+        )
+        cells += [f"{r['train_seconds']:.0f}", f"{r['seconds']:.0f}"]
+        print("| " + " | ".join(cells) + " |")
+    targets = ", ".join(f"{SHORT[m]} <= {t:.0%}" for m, t in TARGETS.items())
+    print(f"\ntargets (5-fold CV MRE): {targets}; ✗ = missed")
+
+
+def print_regions(reports: list[dict]) -> None:
+    """Global vs region model MRE of IOPS per region."""
+    print("\n| device | region | n | IOPS global | IOPS region | IOPS auto |", end="")
+    print(" p99 global | p99 region | p99 auto |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in reports:
+        for region, e in r["regions"].items():
+
+            def f(v: float | None) -> str:
+                return "-" if v is None else f"{v:.1%}"
+
+            print(
+                f"| {r['device']} | {region} | {e['n']} | {f(e['iops']['global'])} |"
+                f" {f(e['iops']['region'])} |"
+                f" {f(e['iops']['auto'])} | {f(e['latency_p99_us']['global'])} |"
+                f" {f(e['latency_p99_us']['region'])} | {f(e['latency_p99_us']['auto'])} |"
+            )
+
+
+SAMPLING_CANDIDATES = [
+    _c("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8)
+]
+
+
+def _holdout_mre(frame: pd.DataFrame, train_idx: np.ndarray, metric: str) -> float:
+    model, _ = fit_device_model(
+        frame.iloc[train_idx], folds=3, candidates=SAMPLING_CANDIDATES, regions=False, physics=False
+    )
+    test = np.setdiff1d(np.arange(len(frame)), train_idx)
+    pred = model.predict_matrix(workload_matrix(frame.iloc[test]), metrics=[metric])[metric][0]
+    return float(relative_errors(pred, frame[metric].to_numpy(float)[test]).mean())
+
+
+def grid_subset(frame: pd.DataFrame, n: int) -> np.ndarray:
+    """A coarse, even grid of ``n`` points: farthest-point order from one corner, deterministic."""
+    w = workload_matrix(frame)
+    z = np.column_stack([w[:, 0], np.log2(w[:, 1]), np.log2(w[:, 2]), w[:, 3], np.log2(w[:, 4])])
+    span = np.ptp(z, axis=0)
+    z = (z - z.min(axis=0)) / np.where(span > 0, span, 1)
+    chosen = [int(np.argmin(z.sum(axis=1)))]
+    dist = np.linalg.norm(z - z[chosen[0]], axis=1)
+    while len(chosen) < n:
+        nxt = int(np.argmax(dist))
+        chosen.append(nxt)
+        dist = np.minimum(dist, np.linalg.norm(z - z[nxt], axis=1))
+    return np.array(chosen)
+
+
+def adaptive_subset(frame: pd.DataFrame, n: int, start: int, step: int, metric: str) -> np.ndarray:
+    """Start from a small grid, then add ``step`` points at a time where the model is least sure."""
+    chosen = list(grid_subset(frame, start))
+    workloads = [Workload.from_row(r) for r in frame.to_dict("records")]
+    while len(chosen) < n:
+        pool = [i for i in range(len(frame)) if i not in set(chosen)]
+        picks = propose_points(
+            frame.iloc[chosen], [workloads[i] for i in pool], min(step, n - len(chosen)), metric=metric
+        )
+        index = {workloads[i]: i for i in pool}
+        chosen += [index[p] for p in picks]
+    return np.array(chosen)
+
+
+def sampling_study(
+    name: str, frame: pd.DataFrame, sizes: list[int], metric: str = "iops", seeds: int = 3
+) -> None:
+    """MRE on the left-out points vs number of measured points, for three samplers."""
+    print(f"\n{name}: {metric} MRE on the points not measured, vs points measured ({len(frame)} in all)")
+    print("| points | grid | random (mean of %d) | adaptive |" % seeds)
+    print("|---|---|---|---|")
+    for n in sizes:
+        grid = _holdout_mre(frame, grid_subset(frame, n), metric)
+        rnd = np.mean(
+            [
+                _holdout_mre(frame, np.random.default_rng(s).choice(len(frame), n, replace=False), metric)
+                for s in range(seeds)
+            ]
+        )
+        adaptive = _holdout_mre(
+            frame, adaptive_subset(frame, n, start=min(16, n), step=8, metric=metric), metric
+        )
+        print(f"| {n} | {grid:.1%} | {rnd:.1%} | {adaptive:.1%} |", flush=True)
+
+
+def main() -> None:
+    """Run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", help="evaluate this existing device instead of the fio-plot set")
+    parser.add_argument("--home", type=Path, help="data directory of --device")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--budget", type=float, default=30.0, help="tuning seconds per training")
+    parser.add_argument("--only", help="substring: only fio-plot devices whose name contains it")
+    parser.add_argument("--sampling-only", action="store_true")
+    parser.add_argument("--no-sampling", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
+    args = parser.parse_args()
+
+    frames: dict[str, pd.DataFrame] = {}
+    if args.device:
+        if not args.home:
+            parser.error("--device needs --home")
+        frames[args.device] = DataDir(args.home).catalog.measurements(args.device)
+    else:
+        datadir = DataDir(tempfile.mkdtemp(prefix="ssdpredict-bench-"))
+        for folder in fio_plot_devices():
+            if args.only and args.only not in folder.name:
+                continue
+            frames[folder.name] = ingest_folder(datadir, folder.name, folder)
+    reports = []
+    if not args.sampling_only:
+        for name, frame in frames.items():
+            print(f"evaluating {name} ({len(frame)} points) ...", file=sys.stderr, flush=True)
+            reports.append(accuracy_row(name, frame, args.folds, args.budget))
+        print_table(reports)
+        print_regions(reports)
+        if args.json:
+            args.json.write_text(json.dumps(reports, indent=1, default=str))
+    if not args.no_sampling:
+        name, frame = next(iter(frames.items()))
+        sizes = [n for n in (16, 24, 32, 48, 64) if n < len(frame) - 8]
+        sampling_study(name, frame, sizes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+"""Evaluate a device's modelling: nested k-fold cross-validation, or a hold-out file.
+
+The k-fold evaluation is nested: each outer fold runs the whole training procedure
+(estimator choice by inner cross-validation, physics choice, region models) on the other
+folds and predicts the held-out one, so the reported errors are honest estimates for
+unseen workloads.  Reported per metric: MRE, median and p90 relative error, R², the
+empirical coverage of the prediction intervals, and the extrapolated share; side by
+side: ``basic`` vs ``extended`` features, global vs region models per region, the physics
+check (metrics derived from predicted IOPS), and the repeat-noise floor when the data has
+repeats.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from modeling.device_model import DERIVABLE, derive_metric, region_codes
+from modeling.errors import InvalidInput
+from modeling.features import FEATURE_SETS, workload_matrix
+from modeling.fit import fit_device_model, training_rows
+from modeling.selection import Candidate, cv_folds, default_candidates, relative_errors, workload_groups
+from modeling.store import DataDir
+from modeling.workload import METRICS, REGION_NAMES
+
+
+@dataclass
+class EvaluationReport:
+    """Errors of a device's models; :meth:`to_dict` gives the JSON shape the CLI prints."""
+
+    device: str
+    method: str
+    n: int
+    metrics: dict[str, dict[str, Any]]
+    feature_sets: dict[str, dict[str, float]] = field(default_factory=dict)
+    regions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    physics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    noise_floor: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"device": ..., "metrics": {metric: {"mre": float, "n": int, ...}}, ...}``."""
+        return {
+            "device": self.device,
+            "method": self.method,
+            "n": self.n,
+            "metrics": self.metrics,
+            "feature_sets": self.feature_sets,
+            "regions": self.regions,
+            "physics": self.physics,
+            "noise_floor": self.noise_floor,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def error_summary(pred: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """MRE, median and p90 relative error, R² and n of predictions against truth."""
+    re = relative_errors(pred, y)
+    ss_res = float(np.sum((y - pred) ** 2))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return {
+        "mre": float(re.mean()),
+        "n": int(len(y)),
+        "median_re": float(np.median(re)),
+        "p90_re": float(np.percentile(re, 90)),
+        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
+    }
+
+
+def noise_floor(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """Run-to-run spread of repeated workloads: mean CV and mean relative deviation per metric."""
+    w = workload_matrix(frame)
+    groups = workload_groups(w)
+    counts = np.bincount(groups)
+    repeated = counts[groups] >= 2
+    if not repeated.any():
+        return None
+    out: dict[str, Any] = {"n_workloads": int((counts >= 2).sum()), "n_rows": int(repeated.sum())}
+    sub = frame.loc[repeated, list(METRICS)].astype(float).assign(_g=groups[repeated])
+    for metric in METRICS:
+        g = sub.groupby("_g")[metric]
+        cv = (g.std(ddof=1) / g.mean()).mean()
+        dev = (np.abs(sub[metric] - g.transform("mean")) / sub[metric]).mean()
+        out[metric] = {"cv": float(cv), "mre_vs_mean": float(dev)}
+    return out
+
+
+def _fold_predictions(
+    train: pd.DataFrame,
+    w_test: np.ndarray,
+    folds: int,
+    budget: float | None,
+    cands: list[Candidate],
+    **kw: Any,
+) -> dict[str, dict[str, Any]]:
+    model, _ = fit_device_model(train, folds=folds, time_budget_s=budget, candidates=cands, **kw)
+    out: dict[str, dict[str, Any]] = {"auto": {}, "global": {}, "regions": {}}
+    for key in ("auto", "global"):
+        out[key] = model.predict_matrix(w_test, model=key)
+    codes = region_codes(w_test)
+    for i, region in enumerate(REGION_NAMES):
+        mask = codes == i
+        if mask.any() and region in model.specs["iops"].scopes:
+            out["regions"][region] = (mask, model.predict_matrix(w_test[mask], model=region))
+    return out
+
+
+def evaluate_frame(
+    frame: pd.DataFrame,
+    *,
+    device: str = "device",
+    folds: int = 5,
+    time_budget_s: float | None = 60.0,
+    candidates: list[Candidate] | None = None,
+    compare_feature_sets: bool = True,
+    progress: Callable[[str, float], None] | None = None,
+) -> EvaluationReport:
+    """Nested k-fold evaluation of the training procedure on a measurement frame."""
+    start = time.monotonic()
+    w, ys, clean = training_rows(frame)
+    cands = candidates or default_candidates()
+    splits = cv_folds(workload_groups(w), folds)
+    runs = 1 + (len(FEATURE_SETS) if compare_feature_sets else 0)
+    budget = None if time_budget_s is None else time_budget_s / (len(splits) * runs)
+    inner = max(2, min(folds, 3))
+    n = len(w)
+    auto = {m: np.empty(n) for m in METRICS}
+    lower = {m: np.empty(n) for m in METRICS}
+    upper = {m: np.empty(n) for m in METRICS}
+    extrap = {m: np.zeros(n, dtype=bool) for m in METRICS}
+    glob = {m: np.empty(n) for m in METRICS}
+    region_pred: dict[str, dict[str, np.ndarray]] = {
+        r: {m: np.full(n, np.nan) for m in METRICS} for r in REGION_NAMES
+    }
+    fs_pred = {fs: {m: np.empty(n) for m in METRICS} for fs in FEATURE_SETS}
+    for k, (train, test) in enumerate(splits):
+        if progress:
+            progress(f"fold {k + 1}/{len(splits)}", k / len(splits))
+        res = _fold_predictions(clean.iloc[train], w[test], inner, budget, cands)
+        for m in METRICS:
+            value, lo, hi, ex, _ = res["auto"][m]
+            auto[m][test], lower[m][test], upper[m][test], extrap[m][test] = value, lo, hi, ex
+            glob[m][test] = res["global"][m][0]
+            for region, (mask, pred) in res["regions"].items():
+                region_pred[region][m][test[mask]] = pred[m][0]
+        if compare_feature_sets:
+            for fs in FEATURE_SETS:
+                sub = [c for c in cands if c.feature_set == fs] or default_candidates((fs,), quick=True)
+                r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
+                for m in METRICS:
+                    fs_pred[fs][m][test] = r["auto"][m][0]
+    metrics: dict[str, dict[str, Any]] = {}
+    for m in METRICS:
+        y = ys[m]
+        entry = error_summary(auto[m], y)
+        entry["mre_global"] = float(relative_errors(glob[m], y).mean())
+        entry["coverage"] = float(np.mean((y >= lower[m]) & (y <= upper[m])))
+        entry["extrapolated"] = float(extrap[m].mean())
+        metrics[m] = entry
+    report = EvaluationReport(device, f"{len(splits)}-fold nested CV", n, metrics)
+    if compare_feature_sets:
+        report.feature_sets = {
+            fs: {m: float(relative_errors(fs_pred[fs][m], ys[m]).mean()) for m in METRICS}
+            for fs in FEATURE_SETS
+        }
+    codes = region_codes(w)
+    for i, region in enumerate(REGION_NAMES):
+        mask = codes == i
+        if not mask.any():
+            continue
+        region_entry: dict[str, Any] = {"n": int(mask.sum())}
+        for m in METRICS:
+            y = ys[m][mask]
+            rp = region_pred[region][m][mask]
+            region_entry[m] = {
+                "global": float(relative_errors(glob[m][mask], y).mean()),
+                "region": float(relative_errors(rp, y).mean()) if np.all(np.isfinite(rp)) else None,
+                "auto": float(relative_errors(auto[m][mask], y).mean()),
+            }
+        report.regions[region] = region_entry
+    for m in DERIVABLE:
+        derived = derive_metric(m, auto["iops"], w)
+        report.physics[m] = {
+            "derived_from_iops_mre": float(relative_errors(derived, ys[m]).mean()),
+            "model_mre": metrics[m]["mre"],
+            # how far the model's own predictions are from the physical law (0 when derived)
+            "law_gap": float(relative_errors(auto[m], derived).mean()),
+        }
+    report.noise_floor = noise_floor(clean)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def evaluate_holdout(
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    *,
+    device: str = "device",
+    folds: int = 5,
+    time_budget_s: float | None = 60.0,
+    candidates: list[Candidate] | None = None,
+) -> EvaluationReport:
+    """Train on ``train``, report errors on the measured rows of ``holdout``."""
+    start = time.monotonic()
+    w_h, ys_h, _ = training_rows(holdout)
+    model, _ = fit_device_model(train, folds=folds, time_budget_s=time_budget_s, candidates=candidates)
+    out = model.predict_matrix(w_h)
+    glob = model.predict_matrix(w_h, model="global")
+    metrics = {}
+    for m in METRICS:
+        value, lo, hi, ex, _ = out[m]
+        entry = error_summary(value, ys_h[m])
+        entry["mre_global"] = float(relative_errors(glob[m][0], ys_h[m]).mean())
+        entry["coverage"] = float(np.mean((ys_h[m] >= lo) & (ys_h[m] <= hi)))
+        entry["extrapolated"] = float(ex.mean())
+        metrics[m] = entry
+    report = EvaluationReport(device, "holdout", len(w_h), metrics)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def evaluate_device(
+    datadir: DataDir,
+    device: str,
+    *,
+    folds: int = 5,
+    holdout: Path | str | pd.DataFrame | None = None,
+    time_budget_s: float | None = 60.0,
+    progress: Callable[[str, float], None] | None = None,
+    **kw: Any,
+) -> EvaluationReport:
+    """Evaluate ``device``'s modelling by nested k-fold CV, or against a hold-out CSV."""
+    datadir.catalog.get_device(device)
+    frame = datadir.catalog.measurements(device)
+    if holdout is None:
+        return evaluate_frame(
+            frame, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
+        )
+    hold = holdout if isinstance(holdout, pd.DataFrame) else read_measurement_csv(Path(holdout))
+    return evaluate_holdout(
+        frame, hold, device=device, folds=folds, time_budget_s=time_budget_s, candidates=kw.get("candidates")
+    )
+
+
+def read_measurement_csv(path: Path) -> pd.DataFrame:
+    """Measured rows from an ingest-format CSV (workload columns plus metric columns)."""
+    from collectors.ingest import parse_csv_measurements
+
+    if not path.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    try:
+        return pd.DataFrame(parse_csv_measurements(path))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from exc

@@ -1,0 +1,213 @@
+"""Fit every metric's models of one device from a DataFrame of measurements.
+
+Pure computation (no data directory): :func:`fit_device_model` chooses an estimator per
+metric by grouped cross-validation, decides per metric whether the physics derivation
+from IOPS beats a direct model, fits region models where a region has enough data and
+keeps them for ``auto`` only where they beat the global model on that region, and
+calibrates conformal intervals on the out-of-fold errors.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from modeling.device_model import DERIVABLE, DeviceModel, MetricSpec, ScopeModel, derive_metric, region_codes
+from modeling.errors import NoData
+from modeling.estimators import make_estimator
+from modeling.features import compute_features, workload_matrix
+from modeling.selection import (
+    Candidate,
+    Selection,
+    conformal_q,
+    cv_folds,
+    default_candidates,
+    mre_scale,
+    relative_errors,
+    select,
+    workload_groups,
+)
+from modeling.workload import BASIC_FIELDS, METRICS, REGION_NAMES
+
+MIN_ROWS = 8
+"""Fewest usable measured points a device needs to be trained."""
+MIN_REGION_ROWS = 16
+"""Fewest points a region needs for its own model."""
+INTERVAL_LEVEL = 0.9
+"""Nominal coverage of the prediction intervals."""
+
+Progress = Callable[[str, float], None]
+
+
+def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
+    """Workload matrix and metric vectors of the usable rows (all metrics finite and > 0)."""
+    missing = [c for c in BASIC_FIELDS + METRICS if c not in frame.columns]
+    if frame.empty or missing:
+        raise NoData(
+            f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
+        )
+    values = frame[list(METRICS)].apply(pd.to_numeric, errors="coerce")
+    ok = np.isfinite(values.to_numpy(dtype=float)).all(axis=1) & (values.to_numpy(dtype=float) > 0).all(
+        axis=1
+    )
+    clean = frame.loc[ok].reset_index(drop=True)
+    if len(clean) < MIN_ROWS:
+        raise NoData(f"only {len(clean)} usable measured points; at least {MIN_ROWS} are needed to train")
+    w = workload_matrix(clean)
+    ys = {m: clean[m].to_numpy(dtype=np.float64) for m in METRICS}
+    return w, ys, clean
+
+
+def _scope(scope: str, sel: Selection, w: np.ndarray, y: np.ndarray) -> ScopeModel:
+    members = [
+        (c.feature_set, make_estimator(c.kind, c.kwargs).fit(compute_features(w, c.feature_set), y))
+        for c in sel.best
+    ]
+    return ScopeModel(
+        scope=scope,
+        members=members,
+        q=conformal_q(sel.oof, y, INTERVAL_LEVEL),
+        lo=w.min(axis=0),
+        hi=w.max(axis=0),
+        cv={"mre": sel.mre},
+        scale=sel.scale,
+    )
+
+
+def _describe(sel: Selection) -> dict[str, Any]:
+    first = sel.best[0]
+    return {
+        "estimator": " + ".join(c.kind for c in sel.best),
+        "feature_set": first.feature_set,
+        "params": first.kwargs,
+        "members": [
+            {"estimator": c.kind, "feature_set": c.feature_set, "params": c.kwargs} for c in sel.best
+        ],
+        "scale": sel.scale,
+        "cv_mre": sel.mre,
+    }
+
+
+def _mre(pred: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(relative_errors(pred, y)))
+
+
+def fit_device_model(
+    frame: pd.DataFrame,
+    *,
+    device: str = "device",
+    version: str = "unsaved",
+    folds: int = 5,
+    time_budget_s: float | None = None,
+    progress: Progress | None = None,
+    candidates: list[Candidate] | None = None,
+    regions: bool = True,
+    physics: bool = True,
+) -> tuple[DeviceModel, dict[str, Any]]:
+    """Train all metrics on ``frame``; returns the model and a JSON-ready training report."""
+    report_progress = progress or (lambda message, fraction: None)
+    w, ys, _ = training_rows(frame)
+    cands = candidates or default_candidates()
+    groups = workload_groups(w)
+    splits = cv_folds(groups, folds)
+    codes = region_codes(w)
+    region_masks = {
+        name: codes == i
+        for i, name in enumerate(REGION_NAMES)
+        if regions
+        and MIN_REGION_ROWS <= (codes == i).sum() < len(w)
+        and len(np.unique(groups[codes == i])) >= 3
+    }
+    calls = len(METRICS) * (1 + len(region_masks))
+    per_call = None if time_budget_s is None else max(time_budget_s / calls, 0.0)
+    start = time.monotonic()
+    done = 0
+
+    def step(message: str) -> None:
+        nonlocal done
+        done += 1
+        report_progress(message, min(done / calls, 1.0))
+
+    specs: dict[str, MetricSpec] = {}
+    report: dict[str, Any] = {}
+    region_sel: dict[tuple[str, str], Selection] = {}
+    selections: dict[str, Selection] = {}
+    order = ("iops",) + tuple(m for m in METRICS if m != "iops")
+    for metric in order:
+        y = ys[metric]
+        sel = select(w, y, splits, cands, per_call)
+        selections[metric] = sel
+        step(f"{metric}: global {sel.name} CV MRE {sel.mre:.2%}")
+        entry: dict[str, Any] = {
+            "mode": "direct",
+            "global": {**_describe(sel), "scores": sel.scores},
+            "regions": {},
+        }
+        scopes = {"global": _scope("global", sel, w, y)}
+        auto: set[str] = set()
+        for region, mask in region_masks.items():
+            rsplits = cv_folds(groups[mask], folds)
+            rsel = select(w[mask], y[mask], rsplits, cands, per_call)
+            region_sel[(metric, region)] = rsel
+            global_mre = _mre(sel.oof[mask], y[mask])
+            use = rsel.mre < global_mre
+            if use:
+                auto.add(region)
+            scopes[region] = _scope(region, rsel, w[mask], y[mask])
+            entry["regions"][region] = {
+                "n": int(mask.sum()),
+                **_describe(rsel),
+                "global_cv_mre": global_mre,
+                "auto": use,
+            }
+            step(f"{metric}: {region} CV MRE {rsel.mre:.2%} (global there {global_mre:.2%})")
+        spec = MetricSpec(metric, "direct", scopes, frozenset(auto))
+        if physics and metric in DERIVABLE:
+            derived = derive_metric(metric, selections["iops"].oof, w)
+            derived_mre = _mre(derived * mre_scale(derived, y), y)
+            entry["physics"] = {"derived_cv_mre": derived_mre, "direct_cv_mre": sel.mre}
+            if derived_mre < sel.mre:
+                spec = _derived_spec(metric, specs["iops"], w, y, derived, region_masks, region_sel)
+                entry["mode"] = "derived"
+                entry["global"]["cv_mre"] = derived_mre
+        specs[metric] = spec
+        report[metric] = entry
+    data_regions = frozenset(REGION_NAMES[c] for c in np.unique(codes))
+    model = DeviceModel(device, version, specs, data_regions)
+    summary = {
+        "metrics": report,
+        "n_rows": int(len(w)),
+        "n_workloads": int(len(np.unique(groups))),
+        "folds": len(splits),
+        "interval_level": INTERVAL_LEVEL,
+        "data_regions": sorted(data_regions),
+        "train_seconds": round(time.monotonic() - start, 3),
+    }
+    return model, summary
+
+
+def _derived_spec(
+    metric: str,
+    iops_spec: MetricSpec,
+    w: np.ndarray,
+    y: np.ndarray,
+    derived_oof: np.ndarray,
+    region_masks: dict[str, np.ndarray],
+    region_sel: dict[tuple[str, str], Selection],
+) -> MetricSpec:
+    """A metric derived from the IOPS models, with intervals calibrated on its own errors."""
+    scopes = {}
+    for scope, sm in iops_spec.scopes.items():
+        if scope == "global":
+            oof, truth = derived_oof, y
+        else:
+            mask = region_masks[scope]
+            oof, truth = derive_metric(metric, region_sel[("iops", scope)].oof, w[mask]), y[mask]
+        scale = mre_scale(oof, truth)
+        q = conformal_q(oof * scale, truth, INTERVAL_LEVEL)
+        scopes[scope] = ScopeModel(scope, [], q, sm.lo, sm.hi, {"mre": _mre(oof * scale, truth)}, scale)
+    return MetricSpec(metric, "derived", scopes, iops_spec.auto_regions)

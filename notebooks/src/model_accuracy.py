@@ -1,0 +1,262 @@
+# Source of notebooks/model_accuracy.ipynb: edit here, then run `python notebooks/build.py`.
+
+# %% [markdown]
+# # Model accuracy: how far to trust a device's predictions
+#
+# This notebook trains a device's models with `train_device` and evaluates them with
+# `evaluate_device`, the functions behind `ssdpredict train` and `ssdpredict evaluate`,
+# then shows where the models are right and where they are not: predicted vs measured,
+# the distribution of relative errors, errors per workload region, the basic vs extended
+# feature sets, and whether the prediction intervals hold what they promise.
+#
+# **Data.** As in `sweep_analysis.ipynb`: by default the real fio results of an Intel
+# D3-S4610 SATA SSD are imported into a temporary data directory; set `SSDPREDICT_HOME` and
+# `SSDPREDICT_DEVICE` to use your own device. The new model version is registered but
+# **not activated**, so running this notebook never changes what `ssdpredict serve` answers.
+# `SSDPREDICT_NB_FOLDS` and `SSDPREDICT_NB_TIME_BUDGET_S` (default 5 folds, 60 s) trade
+# accuracy of the estimate for speed.
+
+# %%
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import display
+from sklearn.base import clone
+from sklearn.model_selection import cross_val_predict
+
+import modeling
+from collectors.ingest import ingest_paths
+from modeling.device_model import derive_metric, region_codes
+from modeling.evaluate import evaluate_device
+from modeling.features import compute_features, outstanding_io
+from modeling.fit import INTERVAL_LEVEL, training_rows
+from modeling.registry import ModelRegistry
+from modeling.selection import cv_folds, relative_errors, workload_groups
+from modeling.store import DataDir
+from modeling.train import train_device
+from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES
+
+FOLDS = int(os.environ.get("SSDPREDICT_NB_FOLDS", "5"))
+TIME_BUDGET_S = float(os.environ.get("SSDPREDICT_NB_TIME_BUDGET_S", "60"))
+
+# %%
+REPO = Path(modeling.__file__).resolve().parent.parent
+FIO_DIR = Path(
+    os.environ.get("SSDPREDICT_NB_FIO_DIR")
+    or REPO.parent / "shared" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
+)
+DEVICE = os.environ.get("SSDPREDICT_DEVICE")
+if DEVICE:
+    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or "~/.local/share/ssdpredict")
+    datadir.catalog.get_device(DEVICE)  # raises UnknownDevice if the name is wrong
+else:
+    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or tempfile.mkdtemp(prefix="ssdpredict-nb-"))
+    DEVICE = FIO_DIR.name
+    # Importing the same files again reuses the earlier sweep, so re-running is harmless.
+    sweep = ingest_paths(datadir, DEVICE, [FIO_DIR])
+    print(f"imported {sweep.n_points} fio results from {FIO_DIR} as sweep {sweep.id}")
+
+measurements = datadir.catalog.measurements(DEVICE)
+print(f"device {DEVICE}: {len(measurements)} measured points in {datadir.root}")
+
+# %% [markdown]
+# ## Train and evaluate
+# `train_device` picks an estimator per metric by grouped cross-validation (repeats of a
+# workload stay in one fold), decides whether bandwidth and mean latency are better derived
+# from predicted IOPS by physics, and fits region models. `evaluate_device` runs the *whole*
+# training procedure inside each outer fold (nested cross-validation), so its errors are
+# honest estimates for workloads the device was never measured at.
+
+# %%
+version = train_device(datadir, DEVICE, folds=FOLDS, time_budget_s=TIME_BUDGET_S, activate=False)
+model = ModelRegistry(datadir).load(DEVICE, version.version)
+report = evaluate_device(datadir, DEVICE, folds=FOLDS, time_budget_s=TIME_BUDGET_S).to_dict()
+print(f"model version {version.version} (not activated); evaluation: {report['method']}, n={report['n']}")
+summary = pd.DataFrame(report["metrics"]).T
+summary["mode"] = [model.specs[m].mode for m in summary.index]
+summary["estimator"] = [version.manifest["metrics"][m]["global"]["estimator"] for m in summary.index]
+display(summary[["mode", "estimator", "mre", "median_re", "p90_re", "r2", "coverage", "extrapolated"]])
+
+# %% [markdown]
+# ## Cross-validated predictions per point
+# The evaluation report gives error summaries, not per-point predictions, so the next cell
+# computes out-of-fold predictions with scikit-learn's `cross_val_predict` on a clone of
+# each estimator of the stored global model, with the same grouped folds training used,
+# and combines them the way the model does (geometric mean of its members, times its
+# calibration scale). Metrics the model derives from IOPS are derived from the
+# out-of-fold IOPS the same way, times their own scale. Hyper-parameters and scales were
+# chosen on all the data, so these errors are slightly optimistic next to the nested
+# figures above.
+
+# %%
+w, ys, _ = training_rows(measurements)
+splits = cv_folds(workload_groups(w), FOLDS)
+oof: dict[str, np.ndarray] = {}
+for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):  # derived metrics need IOPS first
+    spec = model.specs[metric]
+    scope = spec.scopes["global"]
+    if spec.mode == "derived":
+        oof[metric] = derive_metric(metric, oof["iops"], w) * scope.scale
+        continue
+    members = [
+        cross_val_predict(clone(est), compute_features(w, feature_set), ys[metric], cv=splits)
+        for feature_set, est in scope.members
+    ]
+    logs = np.log(np.maximum(members, 1e-12))
+    oof[metric] = np.exp(logs.mean(axis=0)) * scope.scale
+errors = pd.DataFrame({m: relative_errors(oof[m], ys[m]) for m in METRICS})
+errors["region"] = np.asarray(REGION_NAMES)[region_codes(w)]
+errors["outstanding_io"] = outstanding_io(w)
+# training scored its choice on the same folds: the two should agree
+print("out-of-fold MRE:", ", ".join(
+    f"{m} {errors[m].mean():.1%} (training: {version.manifest['cv_mre'][m]:.1%})" for m in METRICS
+))
+
+# %% [markdown]
+# ## Predicted vs measured
+# One point per measured workload, on log-log axes because the metrics span orders of
+# magnitude. The band is +-20 %, about the latency error the published regression-tree
+# models reached; points outside it are the workloads to re-measure or to sweep more
+# densely around.
+
+# %%
+fig, axes = plt.subplots(2, 2, figsize=(10, 9))
+for ax, metric in zip(axes.flat, METRICS, strict=True):
+    y, p = ys[metric], oof[metric]
+    lims = np.array([min(y.min(), p.min()), max(y.max(), p.max())])
+    ax.fill_between(lims, lims / 1.2, lims * 1.2, color="grey", alpha=0.2, lw=0)
+    ax.plot(lims, lims, "k--", lw=1)
+    for i, region in enumerate(sorted(errors["region"].unique())):
+        mask = (errors["region"] == region).to_numpy()
+        ax.scatter(y[mask], p[mask], s=14, color=f"C{i}", label=region)
+    ax.set(xscale="log", yscale="log", xlabel=f"measured ({METRIC_UNITS[metric]})",
+           ylabel="predicted (out of fold)",
+           title=f"{metric}: nested-CV MRE {report['metrics'][metric]['mre']:.1%}")
+axes.flat[0].legend(fontsize="small")
+fig.suptitle(f"{DEVICE}: predicted vs measured")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Distribution of relative errors
+# The cumulative share of workloads predicted within a given relative error. The mean
+# (MRE) hides the shape: a model can have a low median and a long tail of badly predicted
+# workloads, usually at the saturation knee or in the latency tail.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 4.5))
+for metric, style in zip(METRICS, ("-", "--", "-.", ":"), strict=True):
+    e = np.sort(errors[metric].to_numpy())
+    ax.step(np.maximum(e, 1e-4), np.arange(1, len(e) + 1) / len(e), style, where="post", label=metric)
+for x in (0.1, 0.2):
+    ax.axvline(x, color="grey", ls=":", lw=1)
+ax.set(xscale="log", xlabel="relative error |pred - measured| / measured", ylabel="share of workloads",
+       title="cumulative distribution of out-of-fold relative errors")
+ax.legend(fontsize="small")
+plt.show()
+
+# %% [markdown]
+# ## Error by workload region
+# Nested-CV MRE of the global model, the region's own model and the automatic choice, per
+# region and metric (from the evaluation report). A region model is only used (`auto`)
+# where it beat the global one on that region; a missing `region` bar means the region had
+# too few points for its own model.
+
+# %%
+rows = [
+    {"region": region, "metric": metric, "model": kind, "mre": entry[metric][kind]}
+    for region, entry in report["regions"].items()
+    for metric in METRICS
+    for kind in ("global", "region", "auto")
+]
+by_region = pd.DataFrame(rows).astype({"mre": float})
+fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 4), sharey=True)
+for ax, metric in zip(axes, METRICS, strict=True):
+    table = by_region[by_region["metric"] == metric].pivot(index="region", columns="model", values="mre")
+    table[["global", "region", "auto"]].plot.bar(ax=ax, logy=True, rot=20, legend=metric == METRICS[0])
+    ax.set(title=metric, xlabel="", ylabel="nested-CV MRE")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Error vs outstanding I/O
+# The out-of-fold errors of each workload against its outstanding I/O, with the median per
+# level. Errors that concentrate at a few levels show where the sweep is too sparse:
+# often the edges of the swept range (few points share the lowest outstanding I/O) or the
+# saturation knee, where throughput changes fastest. Sweep more densely there.
+
+# %%
+fig, axes = plt.subplots(1, len(METRICS), figsize=(4 * len(METRICS), 3.5), sharey=True)
+for ax, metric in zip(axes, METRICS, strict=True):
+    ax.scatter(errors["outstanding_io"], np.maximum(errors[metric], 1e-4), s=10, alpha=0.6)
+    median = errors.groupby("outstanding_io")[metric].median()
+    ax.plot(median.index, np.maximum(median.to_numpy(), 1e-4), "k-", lw=1, label="median")
+    ax.set(xscale="log", yscale="log", xlabel="outstanding I/O (queue depth x numjobs)", title=metric)
+axes[0].set_ylabel("relative error (out of fold)")
+axes[0].legend(fontsize="small")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Basic vs extended features
+# The published four characteristics (write ratio, queue depth, request size, randomness)
+# against the extended set (plus numjobs, outstanding I/O, per-direction sizes and
+# randomness). On data that sweeps parallelism the basic set cannot tell one job at depth 32
+# from 32 jobs at depth 1, and its errors show it.
+
+# %%
+if not report["feature_sets"]:
+    print("the evaluation did not compare feature sets")
+else:
+    fs = pd.DataFrame(report["feature_sets"])
+    ax = fs.plot.bar(logy=True, rot=0, figsize=(8, 4))
+    ax.set(ylabel="nested-CV MRE", title=f"{DEVICE}: basic vs extended features")
+    plt.show()
+    display(fs.round(3))
+
+# %% [markdown]
+# ## Prediction intervals
+# Every prediction comes with an interval meant to hold the measured value in
+# `interval_level` of the cases. Left: the coverage the nested evaluation measured, per
+# metric, against that nominal level; well below it means the intervals are too narrow to
+# rely on. Right: the out-of-fold IOPS predictions with the stored model's interval width,
+# sorted by measured IOPS.
+
+# %%
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
+coverage = pd.Series({m: report["metrics"][m]["coverage"] for m in METRICS})
+coverage.plot.bar(ax=left, rot=0, color="C0")
+left.axhline(INTERVAL_LEVEL, color="k", ls="--", lw=1, label=f"nominal {INTERVAL_LEVEL:.0%}")
+left.set(ylim=(0, 1), ylabel="share of measured values inside the interval",
+         title="interval coverage (nested CV)")
+left.legend(loc="lower right")
+q = model.specs["iops"].scopes["global"].q
+order = np.argsort(ys["iops"])
+x = np.arange(len(order))
+predicted = oof["iops"][order]
+right.fill_between(x, predicted * np.exp(-q), predicted * np.exp(q), alpha=0.3, label="interval")
+right.plot(x, predicted, lw=1, label="predicted (out of fold)")
+right.scatter(x, ys["iops"][order], s=8, color="k", label="measured", zorder=3)
+right.set(yscale="log", xlabel="workloads, by measured IOPS", ylabel="IOPS", title="IOPS intervals")
+right.legend(fontsize="small")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Physics check and noise floor
+# `derived_from_iops_mre` is the error of bandwidth and mean latency computed from predicted
+# IOPS (bandwidth = IOPS x request size; Little's law for latency); `law_gap` is how far the
+# model's own predictions stray from those laws. The noise floor (repeat CV) is the
+# accuracy no model can beat on this device; it is only known when the sweep had repeats.
+
+# %%
+display(pd.DataFrame(report["physics"]).T.round(4))
+floor = report["noise_floor"]
+if floor:
+    print("noise floor (mean CV between repeats):", ", ".join(f"{m} {floor[m]['cv']:.1%}" for m in METRICS))
+else:
+    print("noise floor: no repeated workloads in the data (sweep with --repeats 3 to measure it)")

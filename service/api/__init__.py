@@ -1,0 +1,1 @@
+"""The REST API: FastAPI app (``main``), routes per resource, schemas, errors, jobs, metrics."""

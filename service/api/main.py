@@ -1,0 +1,124 @@
+"""The FastAPI app: every router included here, built by :func:`create_app`.
+
+``uvicorn service.api.main:app`` serves an app built from the environment's settings;
+tests and benchmarks call ``create_app(Settings(...))``.  The module-level ``app`` is
+built on first access, so importing this module reads no settings and touches no disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from service.api import errors
+from service.api.deps import ServiceState
+from service.api.limits import BodyLimitMiddleware
+from service.api.metrics import MetricsMiddleware
+from service.api.routes import devices, health, jobs, models, predict, validate
+from service.api.schemas import ErrorResponse
+from service.config import Settings, get_settings
+
+log = logging.getLogger("ssdpredict.api")
+
+# Validation errors answer in the one error shape; say so instead of FastAPI's default schema.
+_VALIDATION_ERROR: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"}
+}
+api_router = APIRouter()
+for _module in (predict, devices, models, jobs, validate, health):
+    api_router.include_router(_module.router, responses=_VALIDATION_ERROR)
+
+_DESCRIPTION = """Black-box SSD performance prediction: per-device regression-tree models of
+latency, bandwidth and IOPS as functions of the workload (write ratio, queue depth, request
+size, randomness, parallelism).
+
+Every error answers `{"error": {"code", "message", "details"}}`.  When `SSDPREDICT_API_TOKEN`
+is set, the mutating endpoints (upload, retrain, activate) need `Authorization: Bearer <token>`.
+"""
+
+
+def preload_models(state: ServiceState) -> None:
+    """Load every device's active model into the registry cache (what /readyz reports)."""
+    try:
+        for dev in state.datadir.catalog.list_devices():
+            try:
+                if state.datadir.catalog.active_model_version(dev.name) is None:
+                    continue
+                state.loaded[dev.name] = state.registry.load(dev.name).version
+            except Exception as exc:  # one bad model must not hide the others; /readyz names it
+                state.load_errors[dev.name] = f"{type(exc).__name__}: {exc}"
+                log.warning("could not load the model of %s: %s", dev.name, exc)
+    except Exception as exc:
+        state.load_errors["catalog"] = f"{type(exc).__name__}: {exc}"
+        log.error("could not read the catalog: %s", exc)
+    finally:
+        state.preload_done.set()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the API app over the data directory named by ``settings``."""
+    settings = settings or get_settings()
+    state = ServiceState(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Load models in the background: the port opens at once and /readyz says when done.
+        threading.Thread(target=preload_models, args=(state,), name="preload", daemon=True).start()
+        yield
+        state.jobs.wait(timeout=5.0)
+
+    app = FastAPI(
+        title="ssdpredict",
+        description=_DESCRIPTION,
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.service = state
+    errors.install(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_upload_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)  # added last = outermost: sees every answer
+    app.include_router(api_router)
+    _add_schemas(app, predict.batch_schemas())
+    return app
+
+
+def _add_schemas(app: FastAPI, schemas: dict[str, Any]) -> None:
+    """Add component schemas that routes reference by hand (the batch body) to the OpenAPI document."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            document.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+_app: FastAPI | None = None
+_app_lock = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `service.api.main:app` (uvicorn) builds the app on first access only.
+    global _app
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _app_lock:
+        if _app is None:
+            _app = create_app()
+    return _app

@@ -1,0 +1,1 @@
+"""One router module per resource; ``service.api.main`` includes them all."""

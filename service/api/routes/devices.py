@@ -1,0 +1,151 @@
+"""Routes: the devices in the catalog, and uploading measurements of a device."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, UploadFile
+from starlette.concurrency import run_in_threadpool
+
+from collectors.devices import DEVICE_CLASSES
+from collectors.ingest import ingest_bytes
+from modeling.errors import InvalidInput
+from modeling.store import ModelVersion, Sweep
+from service.api.deps import DataDirDep, DeviceDep, SettingsDep, TokenDep
+from service.api.schemas import (
+    DevicePublic,
+    DevicesPublic,
+    ErrorResponse,
+    SweepPublic,
+)
+
+router = APIRouter(prefix="/v1/devices", tags=["devices"])
+
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse, "description": "unknown device"}}
+
+
+def model_public(mv: ModelVersion) -> dict[str, Any]:
+    """The public view of a stored model version."""
+    manifest = mv.manifest
+    data = manifest.get("data")
+    data = data if isinstance(data, dict) else {}
+    return {
+        "version": mv.version,
+        "active": mv.active,
+        "created_at": mv.created_at,
+        "accuracy": dict(manifest.get("cv_mre") or {}),
+        "n_rows": data.get("n_rows"),
+        "regions": list(manifest.get("data_regions") or []),
+    }
+
+
+def sweep_public(sweep: Sweep) -> dict[str, Any]:
+    """The public view of a sweep."""
+    return {
+        "id": sweep.id,
+        "source": sweep.source,
+        "status": sweep.status,
+        "n_points": sweep.n_points,
+        "n_planned": sweep.n_planned,
+        "target": sweep.target,
+        "info": sweep.info,
+        "created_at": sweep.created_at,
+        "finished_at": sweep.finished_at,
+    }
+
+
+@router.get("", response_model=DevicesPublic)
+def list_devices(datadir: DataDirDep) -> dict[str, Any]:
+    """List every device with its class and active model version."""
+    catalog = datadir.catalog
+    devices = []
+    for dev in catalog.list_devices():
+        active = catalog.active_model_version(dev.name)
+        devices.append(
+            {
+                "name": dev.name,
+                "class": dev.device_class,
+                "created_at": dev.created_at,
+                "active_model_version": active.version if active else None,
+            }
+        )
+    return {"devices": devices, "count": len(devices)}
+
+
+@router.get("/{device}", response_model=DevicePublic, responses=_NOT_FOUND)
+def get_device(device: DeviceDep, datadir: DataDirDep) -> dict[str, Any]:
+    """One device: class, metadata, sweeps and the active model with its cross-validated accuracy."""
+    catalog = datadir.catalog
+    dev = catalog.get_device(device)
+    active = catalog.active_model_version(device)
+    return {
+        "name": dev.name,
+        "class": dev.device_class,
+        "metadata": dev.metadata,
+        "created_at": dev.created_at,
+        "sweeps": [sweep_public(s) for s in catalog.list_sweeps(device)],
+        "active_model": model_public(active) if active else None,
+    }
+
+
+@router.post(
+    "/{device}/sweeps",
+    response_model=SweepPublic,
+    status_code=201,
+    dependencies=[TokenDep],
+    responses={
+        401: {"model": ErrorResponse, "description": "token required"},
+        403: {"model": ErrorResponse, "description": "wrong token"},
+        413: {"model": ErrorResponse, "description": "upload larger than max_upload_bytes"},
+        422: {"model": ErrorResponse, "description": "not fio JSON nor ingest CSV (the message says where)"},
+    },
+)
+async def upload_sweep(
+    device: DeviceDep,
+    datadir: DataDirDep,
+    file: Annotated[UploadFile, File(description="fio JSON output or a CSV in the ingest format")],
+    settings: SettingsDep,
+    device_class: Annotated[
+        str | None,
+        Form(
+            pattern=f"^({'|'.join(DEVICE_CLASSES)})$",
+            examples=["ssd"],
+            description="class of a new device (default ssd); must match an existing one",
+        ),
+    ] = None,
+    metadata: Annotated[str | None, Form(max_length=65536, description="a JSON object")] = None,
+) -> dict[str, Any]:
+    """Upload fio JSON or ingest-format CSV measurements of a device (created if new), as one sweep.
+
+    The body limit (`max_upload_bytes`) is enforced while the upload streams in; the file
+    is only parsed as data, never executed or unpickled.
+    """
+    meta = _metadata(metadata)
+    data = await file.read()
+    sweep = await run_in_threadpool(
+        ingest_bytes,
+        datadir,
+        device,
+        file.filename or "upload",
+        data,
+        device_class=device_class,
+        metadata=meta,
+        max_bytes=settings.max_upload_bytes,
+    )
+    return sweep_public(sweep)
+
+
+def _metadata(text: str | None) -> dict[str, Any] | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput(f"metadata is not JSON: {exc}", details={"field": "metadata"}) from None
+    if not isinstance(value, dict):
+        raise InvalidInput("metadata must be a JSON object", details={"field": "metadata"})
+    return value
+
+
+__all__ = ["model_public", "router", "sweep_public"]

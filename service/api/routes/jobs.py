@@ -1,0 +1,61 @@
+"""Routes: start a retrain in the background, and follow a job."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path
+
+from service.api.deps import DeviceDep, JobsDep, TokenDep
+from service.api.schemas import ErrorResponse, JobPublic, RetrainRequest
+
+router = APIRouter(tags=["jobs"])
+
+
+@router.post(
+    "/v1/devices/{device}/retrain",
+    response_model=JobPublic,
+    status_code=202,
+    dependencies=[TokenDep],
+    responses={
+        401: {"model": ErrorResponse, "description": "token required"},
+        403: {"model": ErrorResponse, "description": "wrong token"},
+        404: {"model": ErrorResponse, "description": "unknown device"},
+        409: {"model": ErrorResponse, "description": "a retrain of this device is already running"},
+    },
+)
+def retrain(
+    device: DeviceDep,
+    jobs: JobsDep,
+    options: Annotated[
+        RetrainRequest | None,
+        Body(
+            openapi_examples={
+                "defaults": {"summary": "5-fold cross-validation, no time limit", "value": {}},
+                "quick": {"summary": "3 folds, about a minute", "value": {"folds": 3, "time_budget_s": 60}},
+            }
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """Retrain a device's models in the background; follow the returned job at `/v1/jobs/{id}`.
+
+    The new version becomes active only when training succeeded; until then (and if it
+    fails) predictions keep coming from the current version.
+    """
+    opts = options or RetrainRequest.model_validate({})
+    job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s)
+    return asdict(job)
+
+
+@router.get(
+    "/v1/jobs/{job_id}",
+    response_model=JobPublic,
+    responses={404: {"model": ErrorResponse, "description": "no such job"}},
+)
+def get_job(
+    job_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", examples=["3f2a9c0d4e5b6a7980716253443a2b1c"])],
+    jobs: JobsDep,
+) -> dict[str, Any]:
+    """A job's state (`queued`, `running`, `succeeded`, `failed`), progress, and result or error."""
+    return asdict(jobs.get(job_id))

@@ -1,0 +1,90 @@
+"""Modeling fixtures: synthetic measurements from a known function, small fast candidates."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modeling.selection import Candidate, _c
+from modeling.store import DataDir
+from modeling.workload import MIB
+
+GRID = {
+    "write_ratio": (0.0, 0.3, 0.7, 1.0),
+    "queue_depth": (1, 4, 16, 64),
+    "request_size": (4096, 65536),
+    "randomness": (0.0, 1.0),
+    "numjobs": (1, 4),
+}
+
+
+def synthetic_rows(
+    noise: float = 0.03, seed: int = 0, repeats: int = 1, grid: dict | None = None
+) -> pd.DataFrame:
+    """Measurement rows of a made-up device whose metrics follow queueing physics."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    g = grid or GRID
+    for values in itertools.product(*g.values()):
+        wl = dict(zip(g.keys(), values, strict=True))
+        oio = wl["queue_depth"] * wl["numjobs"]
+        for _ in range(repeats):
+            iops = (
+                2e5
+                * oio
+                / (oio + 8)
+                * (4096 / wl["request_size"]) ** 0.7
+                * (1 - 0.5 * wl["write_ratio"])
+                * (1 - 0.3 * (1 - wl["randomness"]))
+            ) * rng.lognormal(0, noise)
+            lat = oio / iops * 1e6 * rng.lognormal(0, noise / 2)
+            rows.append(
+                {
+                    **wl,
+                    "read_size": wl["request_size"],
+                    "write_size": wl["request_size"],
+                    "read_randomness": wl["randomness"],
+                    "write_randomness": wl["randomness"],
+                    "iops": iops,
+                    "bandwidth_mib_s": iops * wl["request_size"] / MIB,
+                    "latency_mean_us": lat,
+                    "latency_p99_us": lat * (3 + 2 * wl["write_ratio"]) * rng.lognormal(0, noise),
+                    "fio_version": "fio-3.33",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def fast_candidates() -> list[Candidate]:
+    """Small, quick estimators for tests."""
+    return [
+        _c("extended", "xgboost", n_estimators=40, max_depth=4, learning_rate=0.3),
+        _c("extended", "cart", min_samples_leaf=1, linear_base=True),
+        _c("basic", "extra_trees", n_estimators=10),
+    ]
+
+
+@pytest.fixture
+def synthetic() -> pd.DataFrame:
+    """128 noisy synthetic measurement rows."""
+    return synthetic_rows()
+
+
+@pytest.fixture
+def device_with_data(datadir: DataDir, synthetic: pd.DataFrame) -> str:
+    """A device called ``synth`` holding the synthetic rows as one sweep."""
+    datadir.catalog.ensure_device("synth")
+    datadir.catalog.add_measurements("synth", synthetic.to_dict("records"), info={"fio_version": "fio-3.33"})
+    return "synth"
+
+
+@pytest.fixture
+def trained(datadir: DataDir, device_with_data: str) -> str:
+    """``synth`` with one trained, active model version; returns the version."""
+    from modeling.train import train_device
+
+    mv = train_device(datadir, device_with_data, folds=3, candidates=fast_candidates())
+    return mv.version

@@ -1,0 +1,182 @@
+"""CLI paths of train, evaluate, predict and models, through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import modeling.evaluate
+import modeling.fit
+from service.cli.main import app
+from tests.modeling.conftest import fast_candidates, synthetic_rows
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def quick_candidates(monkeypatch):
+    """The CLI trains with the default candidates; keep them tiny in tests."""
+    for module in (modeling.fit, modeling.evaluate):
+        monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
+    r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
+    assert r.exit_code == 0, r.output
+    assert "trained" in r.output
+
+    r = run("evaluate", "--device", "synth", "--folds", "3", "--time-budget", "2", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["device"] == "synth"
+    assert set(report["metrics"]) == {"latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"}
+    assert all(isinstance(e["mre"], float) and e["n"] == 128 for e in report["metrics"].values())
+
+    r = run("evaluate", "--device", "synth", "--folds", "2", "--time-budget", "1")
+    assert r.exit_code == 0 and "MRE" in r.output
+
+    r = run(
+        "predict",
+        "--device",
+        "synth",
+        "--write-ratio",
+        "0.3",
+        "--queue-depth",
+        "8",
+        "--request-size",
+        "16k",
+        "--randomness",
+        "1",
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["predictions"]["iops"]["value"] > 0 and out["predictions"]["iops"]["lower"] is not None
+
+    r = run(
+        "predict",
+        "--device",
+        "synth",
+        "--write-ratio",
+        "0.3",
+        "--queue-depth",
+        "8",
+        "--request-size",
+        "16k",
+        "--randomness",
+        "1",
+        "--model",
+        "global",
+    )
+    assert r.exit_code == 0 and "iops" in r.output
+
+    src = tmp_path / "in.csv"
+    dst = tmp_path / "out.csv"
+    synthetic_rows(seed=2).drop(columns=["fio_version"]).head(10).to_csv(src, index=False)
+    r = run("predict", "--device", "synth", "--input", str(src), "-o", str(dst))
+    assert r.exit_code == 0, r.output
+    result = pd.read_csv(dst)
+    assert len(result) == 10 and "write_ratio" in result and "pred_iops_upper" in result
+
+    r = run("models", "list", "--device", "synth", "--json")
+    versions = json.loads(r.output)["versions"]
+    assert len(versions) == 1 and versions[0]["active"]
+    first = versions[0]["version"]
+    assert run("train", "--device", "synth", "--folds", "2", "--time-budget", "1").exit_code == 0
+    r = run("models", "show", "--device", "synth", "--json")
+    assert json.loads(r.output)["version"] != first
+    r = run("models", "activate", "--device", "synth", first)
+    assert r.exit_code == 0 and first in r.output
+    r = run("models", "show", "--device", "synth", first)
+    assert r.exit_code == 0 and "(active)" in r.output
+
+
+def test_errors_are_one_line(device_with_data):
+    r = run(
+        "predict",
+        "--device",
+        "ghost",
+        "--write-ratio",
+        "0.3",
+        "--queue-depth",
+        "8",
+        "--request-size",
+        "16k",
+        "--randomness",
+        "1",
+    )
+    assert r.exit_code == 2 and "unknown device" in r.output
+
+    r = run(
+        "predict",
+        "--device",
+        "synth",
+        "--write-ratio",
+        "0.3",
+        "--queue-depth",
+        "8",
+        "--request-size",
+        "16k",
+        "--randomness",
+        "1",
+    )
+    assert r.exit_code == 2 and "ssdpredict train" in r.output
+
+    r = run("models", "show", "--device", "synth")
+    assert r.exit_code == 2 and "ssdpredict train" in r.output
+
+    r = run("train", "--device", "ghost")
+    assert r.exit_code == 2 and "unknown device" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (("--write-ratio", "1.5"), "write_ratio"),
+        (("--queue-depth", "0"), "queue_depth"),
+        (("--request-size", "1000"), "request_size"),
+        (("--request-size", "lots"), "request_size"),
+        (("--queue-depth", "eight"), "queue-depth"),
+        (("--randomness", "x"), "randomness"),
+    ],
+)
+def test_invalid_workload_names_the_field(device_with_data, args, field):
+    base = {"--write-ratio": "0.3", "--queue-depth": "8", "--request-size": "16k", "--randomness": "1"}
+    base[args[0]] = args[1]
+    flat = [x for kv in base.items() for x in kv]
+    r = run("predict", "--device", "synth", *flat)
+    assert r.exit_code == 2
+    assert field in r.output
+
+
+def test_batch_with_bad_column_names_the_field(datadir, trained, tmp_path):
+    src = tmp_path / "in.csv"
+    src.write_text("write_ratio,queue_depth,request_size,randomness\n0.3,abc,4096,1\n")
+    r = run("predict", "--device", "synth", "--input", str(src))
+    assert r.exit_code == 2 and "queue_depth" in r.output
+
+    r = run("predict", "--device", "synth", "--input", str(tmp_path / "missing.csv"))
+    assert r.exit_code == 2 and "no such file" in r.output
+
+
+def test_missing_fields_without_input(device_with_data):
+    r = run("predict", "--device", "synth", "--write-ratio", "0.3")
+    assert r.exit_code == 2 and "--queue-depth" in r.output
+
+
+def test_evaluate_holdout_csv(device_with_data, tmp_path):
+    path = tmp_path / "holdout.csv"
+    synthetic_rows(seed=4).drop(columns=["fio_version"]).head(40).to_csv(path, index=False)
+    r = run("evaluate", "--device", "synth", "--holdout", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["method"] == "holdout" and report["metrics"]["iops"]["n"] == 40
+    r = run("evaluate", "--device", "synth", "--holdout", str(tmp_path / "nope.csv"))
+    assert r.exit_code == 2

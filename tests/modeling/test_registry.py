@@ -1,0 +1,170 @@
+"""Registry: safe round trips, refusal of tampered and foreign files, rollback, no pickle."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from modeling.errors import CorruptModel, NoModel, NotFound, UnknownDevice
+from modeling.fit import fit_device_model
+from modeling.registry import ModelRegistry, save_model
+from modeling.store import DataDir
+from tests.modeling.conftest import fast_candidates, synthetic_rows
+
+MODELING = Path(__file__).resolve().parents[2] / "modeling"
+
+
+def _folder(datadir: DataDir, device: str, version: str) -> Path:
+    return datadir.models_dir / device / version
+
+
+def test_round_trip_gives_identical_predictions(datadir, device_with_data, synthetic):
+    model, summary = fit_device_model(
+        synthetic, device="synth", version="v1", folds=3, candidates=fast_candidates()
+    )
+    save_model(datadir, model, {"note": "test", **{"n_rows": summary["n_rows"]}}, activate=True)
+    loaded = ModelRegistry(datadir).load("synth")
+    assert loaded.version == "v1"
+    queries = synthetic_rows(noise=0.0, seed=5).drop(columns=["iops"])
+    before = model.predict_frame(queries)
+    after = loaded.predict_frame(queries)
+    assert before.equals(after)
+    kinds = {s.estimator.kind for spec in loaded.specs.values() for s in spec.scopes.values() if s.estimator}
+    assert kinds  # at least one real estimator came back
+
+
+def test_cache_returns_same_object_and_activate_rolls_back(datadir, trained):
+    from modeling.train import train_device
+
+    registry = ModelRegistry(datadir, active_ttl_s=0.0)
+    first = registry.load("synth")
+    assert registry.load("synth") is first
+    second = train_device(datadir, "synth", folds=3, candidates=fast_candidates())
+    assert registry.load("synth").version == second.version
+    registry.activate("synth", trained)
+    assert registry.load("synth").version == trained
+    assert [v.version for v in registry.versions("synth")] == [trained, second.version]
+    with pytest.raises(NotFound):
+        registry.activate("synth", "v-nope")
+
+
+def test_errors_unknown_device_and_no_model(datadir, device_with_data):
+    registry = ModelRegistry(datadir)
+    with pytest.raises(UnknownDevice):
+        registry.load("ghost")
+    with pytest.raises(NoModel, match="ssdpredict train"):
+        registry.load("synth")
+
+
+def test_tampered_model_file_is_refused(datadir, trained):
+    folder = _folder(datadir, "synth", trained)
+    target = folder / "models.json"
+    doc = json.loads(target.read_text())
+    metric = next(iter(doc["metrics"]))
+    doc["metrics"][metric]["scopes"]["global"]["q"] = 0.0001  # a subtle, valid-looking change
+    target.write_text(json.dumps(doc))
+    with pytest.raises(CorruptModel, match="checksum"):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_tampered_xgboost_blob_is_refused(datadir, device_with_data):
+    from modeling.selection import _c
+    from modeling.train import train_device
+
+    only_xgb = [_c("extended", "xgboost", n_estimators=20, max_depth=3)]
+    version = train_device(datadir, "synth", folds=3, candidates=only_xgb).version
+    blobs = list(_folder(datadir, "synth", version).glob("*.ubj"))
+    assert blobs
+    data = bytearray(blobs[0].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    blobs[0].write_bytes(bytes(data))
+    with pytest.raises(CorruptModel):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_rewritten_manifest_is_refused(datadir, trained):
+    """Changing a file and its checksum in manifest.json still differs from the catalog's copy."""
+    folder = _folder(datadir, "synth", trained)
+    (folder / "models.json").write_text("{}")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    import hashlib
+
+    manifest["files"]["models.json"] = hashlib.sha256(b"{}").hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CorruptModel, match="catalog"):
+        ModelRegistry(datadir).load("synth")
+
+
+def _forge(datadir: DataDir, version: str, content: bytes) -> None:
+    """Put a foreign models.json in place with a consistent manifest and catalog entry."""
+    import hashlib
+
+    folder = _folder(datadir, "synth", version)
+    (folder / "models.json").write_bytes(content)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"] = {"models.json": hashlib.sha256(content).hexdigest()}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    with datadir.catalog.connect() as conn:
+        conn.execute("UPDATE models SET manifest = ? WHERE version = ?", (json.dumps(manifest), version))
+
+
+def test_foreign_json_is_refused(datadir, trained):
+    _forge(
+        datadir,
+        trained,
+        json.dumps(
+            {
+                "metrics": {
+                    "iops": {"mode": "direct", "auto_regions": [], "scopes": {"global": {"weights": [1, 2]}}}
+                },
+                "data_regions": [],
+            }
+        ).encode(),
+    )
+    with pytest.raises(CorruptModel):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_pickle_file_is_refused_without_unpickling(datadir, trained, monkeypatch):
+    def boom(*a, **k):  # pragma: no cover - must never run
+        raise AssertionError("pickle was called")
+
+    monkeypatch.setattr(pickle, "loads", boom)
+    monkeypatch.setattr(pickle, "load", boom)
+    _forge(datadir, trained, pickle.dumps({"metrics": {}}))
+    with pytest.raises(CorruptModel, match="not JSON"):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_foreign_folder_without_format_tag_is_refused(datadir, trained):
+    folder = _folder(datadir, "synth", trained)
+    (folder / "manifest.json").write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(CorruptModel, match="format"):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_no_pickle_in_code_or_files(datadir, trained):
+    for path in MODELING.rglob("*.py"):
+        text = path.read_text()
+        assert "import pickle" not in text and "joblib" not in text and "cloudpickle" not in text, path
+    for path in _folder(datadir, "synth", trained).iterdir():
+        assert not path.read_bytes().startswith(b"\x80"), f"{path} looks like a pickle"
+        assert path.suffix in (".json", ".ubj")
+
+
+def test_manifest_records_provenance(datadir, trained):
+    mv = datadir.catalog.get_model_version("synth", trained)
+    man = mv.manifest
+    assert man["device"] == "synth" and man["version"] == trained
+    assert set(man["metrics"]) == {"latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"}
+    g = man["metrics"]["iops"]["global"]
+    assert g["estimator"] in ("xgboost", "cart", "extra_trees") and isinstance(g["params"], dict)
+    assert len(man["data"]["sha256"]) == 64 and man["data"]["sweep_ids"] == [1]
+    assert man["data"]["fio_versions"] == ["fio-3.33"]
+    assert all(0 <= v < 1 for v in man["cv_mre"].values())
+    assert man["created_at"] and man["files"]
+    assert np.isfinite(man["train_seconds"])

@@ -1,0 +1,107 @@
+"""Training: too little data, failure safety, physics and region choices."""
+
+from __future__ import annotations
+
+import pytest
+
+from modeling.errors import NoData, UnknownDevice
+from modeling.fit import fit_device_model
+from modeling.registry import ModelRegistry
+from modeling.train import train_device
+from tests.modeling.conftest import fast_candidates, synthetic_rows
+
+
+def test_too_few_rows_is_nodata(datadir, synthetic):
+    datadir.catalog.ensure_device("tiny")
+    datadir.catalog.add_measurements("tiny", synthetic.head(5).to_dict("records"))
+    with pytest.raises(NoData, match="at least"):
+        train_device(datadir, "tiny")
+
+
+def test_device_without_measurements_is_nodata(datadir):
+    datadir.catalog.ensure_device("empty")
+    with pytest.raises(NoData):
+        train_device(datadir, "empty")
+
+
+def test_unknown_device(datadir):
+    with pytest.raises(UnknownDevice):
+        train_device(datadir, "ghost")
+
+
+def test_rows_with_missing_metrics_are_dropped(synthetic):
+    broken = synthetic.copy()
+    broken.loc[:9, "latency_p99_us"] = float("nan")
+    _, summary = fit_device_model(broken, folds=3, candidates=fast_candidates())
+    assert summary["n_rows"] == len(synthetic) - 10
+
+
+def test_failed_training_keeps_active_model(datadir, trained, monkeypatch):
+    import modeling.registry as registry_module
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    before = {p.name for p in (datadir.models_dir / "synth").iterdir()}
+    monkeypatch.setattr(registry_module.os, "rename", fail)
+    with pytest.raises(OSError, match="disk full"):
+        train_device(datadir, "synth", folds=3, candidates=fast_candidates())
+    monkeypatch.undo()
+    assert datadir.catalog.active_model_version("synth").version == trained
+    assert [v.version for v in datadir.catalog.list_model_versions("synth")] == [trained]
+    assert {p.name for p in (datadir.models_dir / "synth").iterdir()} == before  # no temp folder left
+    assert ModelRegistry(datadir).load("synth").version == trained
+
+
+def test_failure_inside_fitting_keeps_active_model(datadir, trained, monkeypatch):
+    import modeling.train as train_module
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("estimator blew up")
+
+    monkeypatch.setattr(train_module, "fit_device_model", fail)
+    with pytest.raises(RuntimeError):
+        train_device(datadir, "synth")
+    assert datadir.catalog.active_model_version("synth").version == trained
+
+
+def test_no_activate_registers_without_switching(datadir, trained):
+    mv = train_device(datadir, "synth", folds=3, candidates=fast_candidates(), activate=False)
+    assert not mv.active
+    assert datadir.catalog.active_model_version("synth").version == trained
+
+
+def test_progress_is_reported(synthetic):
+    seen: list[tuple[str, float]] = []
+    fit_device_model(
+        synthetic, folds=3, candidates=fast_candidates(), progress=lambda m, f: seen.append((m, f))
+    )
+    assert seen and seen[-1][1] == 1.0
+    assert all(0 <= f <= 1 for _, f in seen)
+
+
+def test_physics_derivation_wins_on_lawful_data():
+    """Where bandwidth is exactly IOPS x size, deriving it cannot be worse than a tree of its own."""
+    rows = synthetic_rows(noise=0.05, seed=3)
+    model, summary = fit_device_model(rows, folds=3, candidates=fast_candidates(), regions=False)
+    phys = summary["metrics"]["bandwidth_mib_s"]["physics"]
+    assert phys["derived_cv_mre"] <= phys["direct_cv_mre"] + 1e-9
+    assert summary["metrics"]["bandwidth_mib_s"]["mode"] == "derived"
+    out = model.predict_frame(rows)
+    expected = (
+        out["pred_iops"]
+        * rows["request_size"]
+        / 2**20
+        * model.specs["bandwidth_mib_s"].scopes["global"].scale
+    )
+    assert (abs(out["pred_bandwidth_mib_s"] / expected - 1) < 1e-9).all()
+
+
+def test_region_models_where_enough_data(synthetic):
+    model, summary = fit_device_model(synthetic, folds=3, candidates=fast_candidates())
+    regions = summary["metrics"]["iops"]["regions"]
+    assert regions, "every region of the synthetic grid has 16 points"
+    for name, entry in regions.items():
+        assert entry["n"] == 16
+        assert entry["auto"] == (entry["cv_mre"] < entry["global_cv_mre"])
+        assert (name in model.specs["iops"].auto_regions) == entry["auto"]

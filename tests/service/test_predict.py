@@ -1,0 +1,202 @@
+"""POST /v1/predict and /v1/predict/batch: answers, filters, model choice, every error path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from modeling.store import DataDir
+from modeling.workload import METRICS, REGION_NAMES, Workload
+from tests.service.utils import DEVICE, assert_error
+
+WORKLOAD: dict[str, Any] = {
+    "write_ratio": 0.0,
+    "queue_depth": 8,
+    "request_size": "4k",
+    "randomness": 1.0,
+    "numjobs": 4,
+}
+
+
+def test_predict_answers_every_metric_from_the_active_version(api: TestClient, trained: DataDir) -> None:
+    r = api.post("/v1/predict", json={"device": DEVICE, "workload": WORKLOAD})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    active = trained.catalog.active_model_version(DEVICE)
+    assert active is not None
+    assert body["device"] == DEVICE and body["model_version"] == active.version
+    assert set(body["predictions"]) == set(METRICS)
+    for p in body["predictions"].values():
+        assert p["value"] > 0
+        assert p["lower"] is None or p["lower"] <= p["value"] <= p["upper"]
+        assert isinstance(p["extrapolated"], bool)
+        assert p["model"] == "global" or p["model"] in REGION_NAMES
+
+
+def test_predict_matches_the_domain_model(api: TestClient, trained: DataDir) -> None:
+    from modeling.predict import predict
+
+    expected = predict(trained, DEVICE, Workload(**WORKLOAD))
+    body = api.post("/v1/predict", json={"device": DEVICE, "workload": WORKLOAD}).json()
+    for metric, p in expected.predictions.items():
+        assert body["predictions"][metric]["value"] == pytest.approx(p.value)
+
+
+def test_metrics_filter_and_global_model(api: TestClient) -> None:
+    r = api.post(
+        "/v1/predict", json={"device": DEVICE, "workload": WORKLOAD, "metrics": ["iops"], "model": "global"}
+    )
+    assert r.status_code == 200, r.text
+    assert list(r.json()["predictions"]) == ["iops"]
+    assert r.json()["predictions"]["iops"]["model"] == "global"
+
+
+def test_far_outside_the_training_data_is_flagged_extrapolated(api: TestClient) -> None:
+    # fio-plot holds 4 KiB random I/O only: 1 MiB sequential is outside every trained range.
+    far = {"write_ratio": 0.0, "queue_depth": 1, "request_size": "1m", "randomness": 0.0}
+    body = api.post("/v1/predict", json={"device": DEVICE, "workload": far}).json()
+    assert all(p["extrapolated"] for p in body["predictions"].values())
+
+
+def test_unknown_device_is_404(api: TestClient) -> None:
+    assert_error(
+        api.post("/v1/predict", json={"device": "nope", "workload": WORKLOAD}), 404, "unknown_device"
+    )
+
+
+def test_device_without_model_is_404_no_model(api: TestClient, trained: DataDir) -> None:
+    trained.catalog.ensure_device("fresh")
+    assert_error(api.post("/v1/predict", json={"device": "fresh", "workload": WORKLOAD}), 404, "no_model")
+
+
+def test_region_without_a_model_is_404(api: TestClient) -> None:
+    # The data has no large sequential writes, so that region has no model of its own.
+    r = api.post(
+        "/v1/predict", json={"device": DEVICE, "workload": WORKLOAD, "model": "write-sequential-large"}
+    )
+    assert_error(r, 404, "not_found")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"queue_depth": 0}, "queue_depth"),
+        ({"queue_depth": "eight"}, "queue_depth"),
+        ({"write_ratio": 1.5}, "write_ratio"),
+        ({"request_size": 1000}, "request_size"),
+        ({"request_size": "lots"}, "request_size"),
+        ({"numjobs": 2000}, "numjobs"),
+        ({"colour": "red"}, "colour"),
+        ({"randomness": True}, "randomness"),
+    ],
+)
+def test_invalid_workload_is_422_naming_the_field(
+    api: TestClient, change: dict[str, Any], field: str
+) -> None:
+    error = assert_error(
+        api.post("/v1/predict", json={"device": DEVICE, "workload": {**WORKLOAD, **change}}), 422
+    )
+    assert error["code"] == "validation_error"
+    assert field in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"device": "../etc", "workload": WORKLOAD}, "device"),
+        ({"device": DEVICE, "workload": WORKLOAD, "metrics": ["speed"]}, "metrics"),
+        ({"device": DEVICE, "workload": WORKLOAD, "model": "fancy"}, "model"),
+        ({"device": DEVICE}, "workload"),
+    ],
+)
+def test_invalid_request_is_422_naming_the_field(api: TestClient, body: dict[str, Any], field: str) -> None:
+    assert field in assert_error(api.post("/v1/predict", json=body), 422)["message"]
+
+
+def test_malformed_json_is_422(api: TestClient) -> None:
+    r = api.post("/v1/predict", content=b"{not json", headers={"content-type": "application/json"})
+    assert_error(r, 422, "validation_error")
+
+
+# -- batch --------------------------------------------------------------------------------
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "write_ratio": (i % 3) / 2,
+            "queue_depth": 2 ** (i % 6),
+            "request_size": 4096,
+            "randomness": 1.0,
+            "numjobs": 2 ** (i % 4),
+        }
+        for i in range(n)
+    ]
+
+
+def test_batch_matches_single_predictions(api: TestClient) -> None:
+    rows = _rows(5) + [{**WORKLOAD, "request_size": "16k", "read_size": "4k"}]
+    r = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["count"] == len(rows) and set(body["predictions"]) == set(METRICS)
+    for i, row in enumerate(rows):
+        single = api.post("/v1/predict", json={"device": DEVICE, "workload": row}).json()
+        assert single["model_version"] == body["model_version"]
+        for metric in METRICS:
+            assert body["predictions"][metric]["value"][i] == pytest.approx(
+                single["predictions"][metric]["value"]
+            )
+            assert body["predictions"][metric]["model"][i] == single["predictions"][metric]["model"]
+            assert (
+                body["predictions"][metric]["extrapolated"][i]
+                == single["predictions"][metric]["extrapolated"]
+            )
+
+
+def test_batch_metrics_filter(api: TestClient) -> None:
+    r = api.post(
+        "/v1/predict/batch",
+        json={"device": DEVICE, "workloads": _rows(3), "metrics": ["iops"], "model": "global"},
+    )
+    assert r.status_code == 200, r.text
+    assert list(r.json()["predictions"]) == ["iops"]
+    assert r.json()["predictions"]["iops"]["model"] == ["global"] * 3
+
+
+def test_batch_invalid_row_is_422_naming_row_and_field(api: TestClient) -> None:
+    rows = _rows(10)
+    rows[7]["queue_depth"] = 0
+    error = assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows}), 422)
+    assert "workloads.7.queue_depth" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"request_size": "1000"}, {"read_size": 100}, {"write_ratio": True}, {"extra": 1}, {"queue_depth": 1.5}],
+)
+def test_batch_rejects_what_workload_rejects(api: TestClient, bad: dict[str, Any]) -> None:
+    rows = _rows(2)
+    rows[1].update(bad)
+    assert_error(
+        api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows}), 422, "validation_error"
+    )
+
+
+def test_batch_empty_and_unknown_device(api: TestClient) -> None:
+    assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": []}), 422)
+    assert_error(
+        api.post("/v1/predict/batch", json={"device": "nope", "workloads": _rows(1)}), 404, "unknown_device"
+    )
+    assert_error(
+        api.post("/v1/predict/batch", content=b"[1, 2", headers={"content-type": "application/json"}), 422
+    )
+
+
+def test_batch_over_max_batch_is_413(trained: DataDir, make_app: Any) -> None:
+    with TestClient(make_app(max_batch=5)) as c:
+        assert c.post("/v1/predict/batch", json={"device": DEVICE, "workloads": _rows(5)}).status_code == 200
+        error = assert_error(c.post("/v1/predict/batch", json={"device": DEVICE, "workloads": _rows(6)}), 413)
+        assert error["details"] == {"max_batch": 5}

@@ -1,0 +1,85 @@
+"""Validation: the CLI (with and without a replay) and the API route."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from modeling.store import DataDir
+from modeling.workload import METRICS
+from service.api.main import create_app
+from service.cli.main import app
+from service.config import get_settings
+from tests.traces.helpers import DATA, sequential_writes, write_generic
+from traces.validate import validate_trace
+
+
+def _check_errors(windows: list[dict], metric: str) -> None:
+    for w in windows:
+        if w.get(metric) is None or w.get(f"pred_{metric}") is None:
+            continue
+        expected = abs(w[f"pred_{metric}"] - w[metric]) / w[metric]
+        assert w[f"{metric}_rel_error"] == pytest.approx(expected)
+
+
+def test_validate_trace_with_latency_against_itself(trained: DataDir, tmp_path: Path) -> None:
+    report = validate_trace(trained, "synth", DATA / "sample.blktrace.0", window_s=0.1,
+                            plot_path=tmp_path / "v.png")
+    doc = report.to_dict()
+    assert len(doc["windows"]) == 4
+    for m in METRICS:
+        _check_errors(doc["windows"], m)
+        err = [w[f"{m}_rel_error"] for w in doc["windows"]]
+        assert doc["summary"]["errors"][m]["mre"] == pytest.approx(float(np.mean(err)))
+    png = (tmp_path / "v.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_validate_without_latency_gives_predictions_only(trained: DataDir) -> None:
+    report = validate_trace(trained, "synth", DATA / "tpcc-small.trace", window_s=0.05)
+    assert report.summary["errors"] == {} and report.warnings
+    assert (report.windows["pred_iops"] > 0).all()
+
+
+def test_validate_cli_with_replay_target(trained: DataDir, tmp_path: Path, fio_available: str) -> None:
+    t, w, off, size, _ = sequential_writes(200, 65536, 1, latency_s=0.01)
+    trace = write_generic(tmp_path / "seq.csv", t, w, off, size)
+    res = CliRunner().invoke(app, [
+        "trace", "validate", str(trace), "--device", "synth", "--target", str(tmp_path / "t.img"),
+        "--window", "500ms", "--plot", str(tmp_path / "p.png"), "--json",
+    ])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["replay"]["requests"] == 200 and doc["summary"]["measured"]
+    assert sum(w["replay_requests"] for w in doc["windows"]) == 200
+    assert doc["summary"]["errors"]["latency_mean_us"]["n"] == len(doc["windows"])
+    _check_errors(doc["windows"], "latency_mean_us")
+    assert (tmp_path / "p.png").exists()
+
+
+def test_validate_cli_unknown_device(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["trace", "validate", str(DATA / "tpcc-small.trace"), "--device", "nope"])
+    assert res.exit_code == 2 and "unknown device" in res.output
+
+
+def test_validate_route(trained: DataDir) -> None:
+    client = TestClient(create_app(get_settings()))
+    blob = (DATA / "sample.blktrace.0").read_bytes()
+    res = client.post("/v1/devices/synth/validate", files={"file": ("sample.blktrace.0", blob)},
+                      data={"window_s": "0.1"})
+    assert res.status_code == 200, res.text
+    doc = res.json()
+    assert len(doc["windows"]) == 4 and doc["summary"]["trace"]["requests"] == 963
+    assert set(doc["summary"]["errors"]) == set(METRICS)
+    _check_errors(doc["windows"], "iops")
+    res = client.post("/v1/devices/synth/validate", files={"file": ("x.trace", b"hello\n")})
+    assert res.status_code == 422 and res.json()["error"]["code"] == "bad_trace"
+    res = client.post("/v1/devices/nope/validate", files={"file": ("x.trace", blob)})
+    assert res.status_code == 404
+    res = client.post("/v1/devices/synth/validate", files={"file": ("t", blob)}, data={"window_s": "0"})
+    assert res.status_code == 422

@@ -1,0 +1,150 @@
+"""Comma-separated trace formats: MSR Cambridge, UMass/SPC and the generic CSV.
+
+* MSR Cambridge (SNIA IOTTA): ``Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime``;
+  timestamp and response time in Windows 100 ns ticks, offset and size in bytes, type
+  ``Read``/``Write``; no header line (one is tolerated).  Latency = ResponseTime.
+* UMass / SPC (Storage Performance Council): ``ASU,LBA,Size,Opcode,Timestamp[,...]``; LBA in
+  512-byte blocks, size in bytes, opcode ``r``/``w``, timestamp in seconds.  Requests of all
+  ASUs are one stream (the ASU number is not part of the offset).
+* Generic CSV (this project's own, also what ``trace capture`` writes): a header line naming
+  ``timestamp_s,op,offset,size`` and optionally ``latency_us`` (per-request response time) or
+  ``complete_s`` (completion time; issue/completion pairs).  ``op`` is ``read``/``write``
+  (or ``R``/``W``); ``trim``, ``discard``, ``flush`` and ``sync`` rows are skipped.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from modeling.errors import TraceFormatError
+from traces.formats.text import iter_blocks
+from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
+
+MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
+SPC_COLUMNS = ("asu", "lba", "size", "opcode", "timestamp")
+GENERIC_REQUIRED = ("timestamp_s", "op", "offset", "size")
+GENERIC_OPTIONAL = ("latency_us", "complete_s")
+SKIPPED_OPS = frozenset({"trim", "discard", "flush", "sync", "t", "d", "f"})
+TICK = 1e-7  # Windows filetime tick, seconds
+
+
+def _frame(block: bytes, names: list[str] | tuple[str, ...], first_line: int, path: Path, what: str,
+           numeric: tuple[str, ...]) -> pd.DataFrame:
+    """Read a block of CSV rows; any malformed row is an error naming its line."""
+    try:
+        df = pd.read_csv(io.BytesIO(block), header=None, names=list(names), dtype=str,
+                         skip_blank_lines=True, skipinitialspace=True, index_col=False,
+                         on_bad_lines="error", engine="c")
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise TraceFormatError(f"{path}: lines {first_line}+: not valid {what}: {exc}") from exc
+    for col in numeric:
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna().to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            text = block.decode("utf-8", "replace").split("\n")
+            lines = np.flatnonzero([bool(x.strip()) for x in text])
+            line = first_line + (int(lines[i]) if i < len(lines) else i)
+            raise TraceFormatError(f"{path}: line {line}: not valid {what}: bad or missing {col!r} "
+                                   "(truncated or corrupt?)")
+        df[col] = values
+    return df
+
+
+def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(keep mask, is_write) from an op column; unknown ops are an error."""
+    op = series.fillna("").str.strip().str.lower().to_numpy(dtype=str)
+    is_w = np.isin(op, ("w", "write"))
+    is_r = np.isin(op, ("r", "read"))
+    skip = np.isin(op, list(SKIPPED_OPS))
+    bad = ~(is_w | is_r | skip)
+    if bad.any():
+        raise TraceFormatError(f"{path}: line {first_line + int(np.argmax(bad))}: unknown operation "
+                               f"{op[int(np.argmax(bad))]!r} in {what}")
+    return is_w | is_r, is_w
+
+
+def _msr(path: Path) -> Iterator[TraceChunk]:
+    t0: float | None = None
+    for first_line, block in iter_blocks(path):
+        if first_line == 1 and block.lower().startswith(b"timestamp"):
+            first_line, block = 2, block.split(b"\n", 1)[1] if b"\n" in block else b""
+        if not block.strip():
+            continue
+        df = _frame(block, MSR_COLUMNS, first_line, path, "MSR Cambridge CSV",
+                    ("timestamp", "disk", "offset", "size", "response_time"))
+        keep, is_w = _ops(df["type"], first_line, path, "MSR Cambridge CSV")
+        ts = df["timestamp"].to_numpy(np.float64)
+        if t0 is None:
+            t0 = float(ts[0])
+        yield TraceChunk.build(
+            ((ts - t0) * TICK)[keep], is_w[keep], df["offset"].to_numpy(np.int64)[keep],
+            df["size"].to_numpy(np.int64)[keep], (df["response_time"].to_numpy(np.float64) * TICK)[keep],
+        )
+
+
+def _spc(path: Path) -> Iterator[TraceChunk]:
+    t0: float | None = None
+    for first_line, block in iter_blocks(path):
+        raw = pd.read_csv(io.BytesIO(block), header=None, nrows=1, dtype=str) if block.strip() else None
+        if raw is None:
+            continue
+        extra = [f"extra{i}" for i in range(raw.shape[1] - len(SPC_COLUMNS))]
+        df = _frame(block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV",
+                    ("asu", "lba", "size", "timestamp"))
+        keep, is_w = _ops(df["opcode"], first_line, path, "SPC CSV")
+        ts = df["timestamp"].to_numpy(np.float64)
+        if t0 is None:
+            t0 = float(ts[0])
+        yield TraceChunk.build(
+            (ts - t0)[keep], is_w[keep], (df["lba"].to_numpy(np.int64) * SECTOR)[keep],
+            df["size"].to_numpy(np.int64)[keep],
+        )
+
+
+def generic_header(path: Path) -> list[str]:
+    """The column names of a generic CSV; raises if a required one is missing."""
+    with open(path, "rb") as fh:
+        header = fh.readline().decode("utf-8", "replace").strip()
+    names = [n.strip().lower() for n in header.split(",")]
+    missing = [c for c in GENERIC_REQUIRED if c not in names]
+    if missing:
+        raise TraceFormatError(f"{path}: line 1: generic CSV header lacks {', '.join(missing)} "
+                               f"(need {','.join(GENERIC_REQUIRED)}[,latency_us|complete_s])")
+    return names
+
+
+def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
+    numeric = tuple(n for n in names if n in ("timestamp_s", "offset", "size"))
+    for first_line, block in iter_blocks(path, skip_lines=1):
+        if not block.strip():
+            continue
+        df = _frame(block, names, first_line, path, "generic trace CSV", numeric)
+        keep, is_w = _ops(df["op"], first_line, path, "generic trace CSV")
+        t = df["timestamp_s"].to_numpy(np.float64)
+        lat = None
+        if "complete_s" in names:
+            lat = pd.to_numeric(df["complete_s"], errors="coerce").to_numpy(np.float64) - t
+        elif "latency_us" in names:
+            lat = pd.to_numeric(df["latency_us"], errors="coerce").to_numpy(np.float64) / 1e6
+        yield TraceChunk.build(
+            t[keep], is_w[keep], df["offset"].to_numpy(np.int64)[keep],
+            df["size"].to_numpy(np.int64)[keep], None if lat is None else lat[keep],
+        )
+
+
+def read(path: Path, fmt: str) -> Trace:
+    """Open an MSR (``msr``), SPC (``spc``) or generic (``csv``) trace."""
+    path = Path(path)
+    if fmt == "msr":
+        return Trace(TraceInfo("msr", [str(path)], latency_source="response_time"), _msr(path))
+    if fmt == "spc":
+        return Trace(TraceInfo("spc", [str(path)]), _spc(path))
+    names = generic_header(path)
+    source = "pairs" if "complete_s" in names else "response_time" if "latency_us" in names else None
+    return Trace(TraceInfo("csv", [str(path)], latency_source=source), _generic(path, names))
