@@ -131,6 +131,24 @@ def print_regions(reports: list[dict]) -> None:
             )
 
 
+def print_physics(reports: list[dict]) -> None:
+    """The physics check: metrics derived from predicted IOPS, and what training chose per fold."""
+    print("\n| device | bandwidth: model / IOPS x size | lat mean: model / Little's law", end="")
+    print(" | modes chosen (folds) |")
+    print("|---|---|---|---|")
+    for r in reports:
+        p = r["physics"]
+        bw, lat = p["bandwidth_mib_s"], p["latency_mean_us"]
+        modes = "; ".join(
+            f"{SHORT[m]}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+            for m, c in p["modes"].items()
+        )
+        print(
+            f"| {r['device']} | {bw['model_mre']:.1%} / {bw['derived_from_iops_mre']:.1%} |"
+            f" {lat['model_mre']:.1%} / {lat['derived_from_iops_mre']:.1%} | {modes} |"
+        )
+
+
 SAMPLING_CANDIDATES = [
     _c("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8)
 ]
@@ -226,6 +244,7 @@ def main() -> None:
             reports.append(accuracy_row(name, frame, args.folds, args.budget))
         print_table(reports)
         print_regions(reports)
+        print_physics(reports)
         if args.json:
             args.json.write_text(json.dumps(reports, indent=1, default=str))
     if not args.no_sampling:

@@ -16,6 +16,7 @@ mean relative error per metric is printed, beside the replay's rate drift.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -67,7 +68,7 @@ def gen_blktrace(path: Path, n: int) -> None:
     hdr["sector"] = ev_sec[order]
     hdr["bytes"] = ev_b[order]
     hdr["action"] = ev_a[order]
-    hdr["device"] = (259 << 20)
+    hdr["device"] = 259 << 20
     hdr["pdu_len"] = pdu[order]
     sizes = 48 + hdr["pdu_len"].astype(np.int64)
     pos = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -96,31 +97,86 @@ def gen_text(path: Path, fmt: str, n: int) -> None:
     if fmt == "mqsim":
         _write_lines(path, "", _fmt(t, np.zeros(n, np.int64), sec, ns, (~w).astype(np.int64)))
     elif fmt == "fio":
-        _write_lines(path, "fio version 3 iolog\n0 /dev/x add\n0 /dev/x open\n",
-                     _fmt(t // 1000, np.full(n, "/dev/x"), np.where(w, "write", "read"), sec * 512, ns * 512))
+        _write_lines(
+            path,
+            "fio version 3 iolog\n0 /dev/x add\n0 /dev/x open\n",
+            _fmt(t // 1000, np.full(n, "/dev/x"), np.where(w, "write", "read"), sec * 512, ns * 512),
+        )
     elif fmt == "msr":
-        _write_lines(path, "", _fmt(128166372003061629 + t // 100, np.full(n, "hm"), np.ones(n, np.int64),
-                                    np.where(w, "Write", "Read"), sec * 512, ns * 512, lat // 100, sep=","))
+        _write_lines(
+            path,
+            "",
+            _fmt(
+                128166372003061629 + t // 100,
+                np.full(n, "hm"),
+                np.ones(n, np.int64),
+                np.where(w, "Write", "Read"),
+                sec * 512,
+                ns * 512,
+                lat // 100,
+                sep=",",
+            ),
+        )
     elif fmt == "spc":
-        _write_lines(path, "", _fmt(np.zeros(n, np.int64), sec, ns * 512, np.where(w, "w", "r"),
-                                    np.char.mod("%.6f", t / 1e9), sep=","))
+        _write_lines(
+            path,
+            "",
+            _fmt(
+                np.zeros(n, np.int64),
+                sec,
+                ns * 512,
+                np.where(w, "w", "r"),
+                np.char.mod("%.6f", t / 1e9),
+                sep=",",
+            ),
+        )
     elif fmt == "csv":
-        _write_lines(path, "timestamp_s,op,offset,size,latency_us\n",
-                     _fmt(np.char.mod("%.9f", t / 1e9), np.where(w, "write", "read"), sec * 512, ns * 512,
-                          lat // 1000, sep=","))
+        _write_lines(
+            path,
+            "timestamp_s,op,offset,size,latency_us\n",
+            _fmt(
+                np.char.mod("%.9f", t / 1e9),
+                np.where(w, "write", "read"),
+                sec * 512,
+                ns * 512,
+                lat // 1000,
+                sep=",",
+            ),
+        )
     elif fmt == "blkparse":
         rw = np.where(w, "W", "R")
-        q = _fmt(np.full(n, "259,0    1"), np.arange(n), np.char.mod("%.9f", t / 1e9), np.full(n, "100  Q"),
-                 rw, sec, np.full(n, "+"), ns, np.full(n, "[fio]"))
-        c = _fmt(np.full(n, "259,0    1"), np.arange(n), np.char.mod("%.9f", (t + lat) / 1e9),
-                 np.full(n, "0  C"), rw, sec, np.full(n, "+"), ns, np.full(n, "[0]"))
+        q = _fmt(
+            np.full(n, "259,0    1"),
+            np.arange(n),
+            np.char.mod("%.9f", t / 1e9),
+            np.full(n, "100  Q"),
+            rw,
+            sec,
+            np.full(n, "+"),
+            ns,
+            np.full(n, "[fio]"),
+        )
+        c = _fmt(
+            np.full(n, "259,0    1"),
+            np.arange(n),
+            np.char.mod("%.9f", (t + lat) / 1e9),
+            np.full(n, "0  C"),
+            rw,
+            sec,
+            np.full(n, "+"),
+            ns,
+            np.full(n, "[0]"),
+        )
         order = np.argsort(np.concatenate([t, t + lat]), kind="stable")
         _write_lines(path, "", np.concatenate([q, c])[order])
 
 
 def throughput(n: int, text_n: int, workdir: Path) -> None:
     """Print parse throughput per format."""
-    print(f"parse throughput (requests/s), {n:,} requests for blktrace/mqsim, {text_n:,} for the others")
+    print(
+        f"parse throughput (requests/s), {n:,} requests for blktrace/mqsim, {text_n:,} for the others;"
+        f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (cpu = process time)"
+    )
     for fmt in ("blktrace", "mqsim", "fio", "msr", "spc", "csv", "blkparse"):
         count = n if fmt in ("blktrace", "mqsim") else text_n
         path = workdir / f"big.{fmt}"
@@ -130,16 +186,19 @@ def throughput(n: int, text_n: int, workdir: Path) -> None:
         else:
             gen_text(path, fmt, count)
         gen = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         got = sum(len(c) for c in open_trace(path, fmt))
-        parse = time.perf_counter() - t0
+        parse, parse_cpu = time.perf_counter() - t0, time.process_time() - c0
         trace = open_trace(path, fmt)
         t0 = time.perf_counter()
         characterize_chunks(trace.info, trace.chunks, window_s=1.0)
         both = time.perf_counter() - t0
         size_mb = path.stat().st_size / 1e6
-        print(f"  {fmt:9s} {got:>10,} req  {size_mb:8.1f} MB  parse {got / parse:>12,.0f} req/s"
-              f"  parse+characterize {got / both:>12,.0f} req/s  (generated in {gen:.1f} s)")
+        print(
+            f"  {fmt:9s} {got:>10,} req {size_mb:7.1f} MB  parse {got / parse:>11,.0f} req/s wall"
+            f" {got / parse_cpu:>11,.0f} req/s cpu   parse+characterize {got / both:>11,.0f} req/s wall"
+            f"  (generated in {gen:.1f} s)"
+        )
         path.unlink()
 
 
@@ -154,13 +213,24 @@ def validation(device: str, home: Path, traces: list[Path], window_s: float) -> 
     target = scratch / "trace-replay.img"
     print(f"validation on device {device!r} (replay target {target})")
     for path in traces:
-        report = validate_trace(datadir, device, path, window_s=window_s, target=str(target),
-                                plot_path=scratch / f"{path.name}.validation.png")
+        report = validate_trace(
+            datadir,
+            device,
+            path,
+            window_s=window_s,
+            target=str(target),
+            plot_path=scratch / f"{path.name}.validation.png",
+        )
         rp = report.replay or {}
-        errs = "  ".join(f"{m}={e['mre'] * 100:.1f}%" if e["mre"] is not None else f"{m}=n/a"
-                         for m, e in report.summary["errors"].items())
-        print(f"  {path.name:22s} windows={len(report.windows):3d} drift={rp.get('rate_drift', float('nan')) * 100:+.1f}%"
-              f"  MRE {errs}")
+        errs = "  ".join(
+            f"{m}={e['mre'] * 100:.1f}%" if e["mre"] is not None else f"{m}=n/a"
+            for m, e in report.summary["errors"].items()
+        )
+        print(
+            f"  {path.name:22s} windows={len(report.windows):3d}"
+            f" drift={rp.get('rate_drift', float('nan')) * 100:+.1f}%"
+            f"  MRE {errs}"
+        )
         for w in report.warnings:
             print(f"    warning: {w}")
     target.unlink(missing_ok=True)
@@ -183,8 +253,12 @@ def main() -> None:
         if args.home is None:
             ap.error("--device needs --home")
         src = SHARED if SHARED.is_dir() else TESTDATA
-        validation(args.device, args.home,
-                   [src / "sample.blktrace.0", src / "tpcc-small.trace", src / "wsrch-small.trace"], args.window)
+        validation(
+            args.device,
+            args.home,
+            [src / "sample.blktrace.0", src / "tpcc-small.trace", src / "wsrch-small.trace"],
+            args.window,
+        )
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ class MetricSpec:
     """How one metric is predicted."""
 
     metric: str
-    mode: str  # "direct" or "derived"
+    mode: str  # "direct", "derived" (from IOPS) or "ratio" (tail latency = ratio x mean latency)
     scopes: dict[str, ScopeModel]
     auto_regions: frozenset[str] = frozenset()
 
@@ -226,41 +226,48 @@ class DeviceModel:
             raise InvalidInput(
                 f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
             )
-        codes = region_codes(w)
-        features = {fs: compute_features(w, fs) for fs in FEATURE_SETS}
-        no_data = ~self._data_region_mask[codes]
-        cache: dict[tuple[str, str], np.ndarray] = {}
-        out = {}
-        for metric in wanted:
-            spec = self.specs[metric]
-            base = self.specs["iops"] if spec.mode == "derived" else spec
-            scope_of_row = self._scope_rows(base, codes, model, metric)
-            value = np.empty(len(w))
-            q = np.empty(len(w))
-            extrap = no_data.copy()
-            factor = np.ones(len(w))
-            for scope, rows in scope_of_row.items():
-                sm = base.scopes[scope]
-                key = ("iops" if spec.mode == "derived" else metric, scope)
-                if key not in cache:
-                    cache[key] = sm.predict(features)
-                value[rows] = cache[key][rows]
-                own = spec.scopes.get(scope)
-                q[rows] = own.q if own is not None else np.nan
-                if spec.mode == "derived" and own is not None:
-                    factor[rows] = own.scale
-                wr = w[rows]
-                extrap[rows] |= np.any((wr < sm.lo - 1e-9) | (wr > sm.hi + 1e-9), axis=1)
-            if spec.mode == "derived":
-                value = _derive(metric, value, w) * factor
-            value = np.maximum(value, 0.0)
-            lower = value * np.exp(-q)
-            upper = value * np.exp(q)
-            names = np.empty(len(w), dtype=object)
-            for scope, rows in scope_of_row.items():
-                names[rows] = scope
-            out[metric] = (value, lower, upper, extrap, names)
-        return out
+        ctx = _Context(w, region_codes(w), {fs: compute_features(w, fs) for fs in FEATURE_SETS}, model)
+        ctx.no_data = ~self._data_region_mask[ctx.codes]
+        return {metric: self._predict_metric(metric, ctx) for metric in wanted}
+
+    def _predict_metric(
+        self, metric: str, ctx: _Context
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if metric in ctx.done:
+            return ctx.done[metric]
+        w = ctx.w
+        spec = self.specs[metric]
+        base = self.specs["iops"] if spec.mode == "derived" else spec
+        scope_of_row = self._scope_rows(base, ctx.codes, ctx.model, metric)
+        value = np.empty(len(w))
+        q = np.empty(len(w))
+        extrap = ctx.no_data.copy()
+        factor = np.ones(len(w))
+        for scope, rows in scope_of_row.items():
+            sm = base.scopes[scope]
+            key = ("iops" if spec.mode == "derived" else metric, scope)
+            if key not in ctx.cache:
+                ctx.cache[key] = sm.predict(ctx.features)
+            value[rows] = ctx.cache[key][rows]
+            own = spec.scopes.get(scope)
+            q[rows] = own.q if own is not None else np.nan
+            if spec.mode == "derived" and own is not None:
+                factor[rows] = own.scale
+            wr = w[rows]
+            extrap[rows] |= np.any((wr < sm.lo - 1e-9) | (wr > sm.hi + 1e-9), axis=1)
+        if spec.mode == "derived":
+            value = _derive(metric, value, w) * factor
+        elif spec.mode == "ratio":
+            # the model predicts the ratio to the mean latency (tail / mean)
+            mean, _, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
+            value = value * mean
+            extrap |= mean_extrap
+        value = np.maximum(value, 0.0)
+        names = np.empty(len(w), dtype=object)
+        for scope, rows in scope_of_row.items():
+            names[rows] = scope
+        ctx.done[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, names)
+        return ctx.done[metric]
 
     def _check_metrics(self, metrics: Sequence[str] | None) -> tuple[str, ...]:
         if metrics is None:
@@ -272,7 +279,8 @@ class DeviceModel:
 
     def _scope_rows(self, base: MetricSpec, codes: np.ndarray, model: str, metric: str) -> dict[str, Any]:
         n = len(codes)
-        if model == "global":
+        if model == "global" or (base.mode == "ratio" and model not in base.scopes):
+            # a ratio model exists only globally; the answer names the model it used
             return {"global": slice(0, n)}
         if model != "auto":
             if model not in base.scopes:
@@ -292,6 +300,19 @@ class DeviceModel:
         if not used.all():
             rows["global"] = np.flatnonzero(~used)
         return rows
+
+
+@dataclass
+class _Context:
+    """Per-call state of one batch prediction."""
+
+    w: np.ndarray
+    codes: np.ndarray
+    features: dict[str, np.ndarray]
+    model: str
+    no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    done: dict[str, Any] = field(default_factory=dict)
 
 
 def _derive(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -101,6 +101,7 @@ def _fold_predictions(
 ) -> dict[str, dict[str, Any]]:
     model, _ = fit_device_model(train, folds=folds, time_budget_s=budget, candidates=cands, **kw)
     out: dict[str, dict[str, Any]] = {"auto": {}, "global": {}, "regions": {}}
+    out["modes"] = {m: spec.mode for m, spec in model.specs.items()}
     for key in ("auto", "global"):
         out[key] = model.predict_matrix(w_test, model=key)
     codes = region_codes(w_test)
@@ -139,10 +140,13 @@ def evaluate_frame(
         r: {m: np.full(n, np.nan) for m in METRICS} for r in REGION_NAMES
     }
     fs_pred = {fs: {m: np.empty(n) for m in METRICS} for fs in FEATURE_SETS}
+    modes: dict[str, dict[str, int]] = {m: {} for m in METRICS}
     for k, (train, test) in enumerate(splits):
         if progress:
             progress(f"fold {k + 1}/{len(splits)}", k / len(splits))
         res = _fold_predictions(clean.iloc[train], w[test], inner, budget, cands)
+        for m, mode in res["modes"].items():
+            modes[m][mode] = modes[m].get(mode, 0) + 1
         for m in METRICS:
             value, lo, hi, ex, _ = res["auto"][m]
             auto[m][test], lower[m][test], upper[m][test], extrap[m][test] = value, lo, hi, ex
@@ -192,6 +196,8 @@ def evaluate_frame(
             # how far the model's own predictions are from the physical law (0 when derived)
             "law_gap": float(relative_errors(auto[m], derived).mean()),
         }
+    # how often (in how many outer folds) the training chose each way of predicting a metric
+    report.physics["modes"] = modes
     report.noise_floor = noise_floor(clean)
     report.seconds = time.monotonic() - start
     return report

@@ -38,6 +38,8 @@ MIN_ROWS = 8
 MIN_REGION_ROWS = 16
 """Fewest points a region needs for its own model."""
 INTERVAL_LEVEL = 0.9
+PHYSICS_TOLERANCE = 1.05
+"""A physics derivation is kept unless a direct model has a CV error this many times lower."""
 """Nominal coverage of the prediction intervals."""
 
 Progress = Callable[[str, float], None]
@@ -136,6 +138,7 @@ def fit_device_model(
     report: dict[str, Any] = {}
     region_sel: dict[tuple[str, str], Selection] = {}
     selections: dict[str, Selection] = {}
+    final_oof: dict[str, np.ndarray] = {}
     order = ("iops",) + tuple(m for m in METRICS if m != "iops")
     for metric in order:
         y = ys[metric]
@@ -166,14 +169,27 @@ def fit_device_model(
             }
             step(f"{metric}: {region} CV MRE {rsel.mre:.2%} (global there {global_mre:.2%})")
         spec = MetricSpec(metric, "direct", scopes, frozenset(auto))
+        final_oof[metric] = sel.oof
         if physics and metric in DERIVABLE:
             derived = derive_metric(metric, selections["iops"].oof, w)
-            derived_mre = _mre(derived * mre_scale(derived, y), y)
+            derived_scaled = derived * mre_scale(derived, y)
+            derived_mre = _mre(derived_scaled, y)
             entry["physics"] = {"derived_cv_mre": derived_mre, "direct_cv_mre": sel.mre}
-            if derived_mre < sel.mre:
+            # physics is the better prior: keep the law unless a free model is clearly better
+            if derived_mre <= sel.mre * PHYSICS_TOLERANCE:
                 spec = _derived_spec(metric, specs["iops"], w, y, derived, region_masks, region_sel)
                 entry["mode"] = "derived"
                 entry["global"]["cv_mre"] = derived_mre
+                final_oof[metric] = derived_scaled
+        if physics and metric == "latency_p99_us":
+            ratio_spec, ratio_entry = _ratio_spec(
+                w, y, ys["latency_mean_us"], final_oof["latency_mean_us"], splits, cands, per_call
+            )
+            entry["physics"] = {"ratio_cv_mre": ratio_entry["cv_mre"], "direct_cv_mre": sel.mre}
+            if ratio_entry["cv_mre"] < sel.mre:
+                spec = ratio_spec
+                entry["mode"] = "ratio"
+                entry["global"] = ratio_entry
         specs[metric] = spec
         report[metric] = entry
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(codes))
@@ -188,6 +204,31 @@ def fit_device_model(
         "train_seconds": round(time.monotonic() - start, 3),
     }
     return model, summary
+
+
+def _ratio_spec(
+    w: np.ndarray,
+    y: np.ndarray,
+    mean_y: np.ndarray,
+    mean_oof: np.ndarray,
+    splits: list[tuple[np.ndarray, np.ndarray]],
+    cands: list[Candidate],
+    budget: float | None,
+) -> tuple[MetricSpec, dict[str, Any]]:
+    """Tail latency as (learned tail/mean ratio) x (predicted mean latency), global scope only.
+
+    Queueing makes tail and mean latency grow together; their ratio is often smoother
+    than either, so the tree has less to learn.
+    """
+    sel = select(w, y / mean_y, splits, cands, budget)
+    oof = sel.oof * mean_oof
+    scale = mre_scale(oof, y)
+    scope = _scope("global", sel, w, y / mean_y)
+    scope.scale *= scale
+    scope.q = conformal_q(oof * scale, y, INTERVAL_LEVEL)
+    scope.cv = {"mre": _mre(oof * scale, y)}
+    entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
+    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry
 
 
 def _derived_spec(

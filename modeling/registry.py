@@ -88,7 +88,7 @@ def decode_model(
     try:
         specs: dict[str, MetricSpec] = {}
         for metric, m in doc["metrics"].items():
-            if metric not in METRICS or m["mode"] not in ("direct", "derived"):
+            if metric not in METRICS or m["mode"] not in ("direct", "derived", "ratio"):
                 raise CorruptModel(f"unknown metric or mode in model file: {metric!r}")
             scopes = {}
             for scope, s in m["scopes"].items():
@@ -101,7 +101,7 @@ def decode_model(
                     est_spec = member["estimator"]
                     blob = blobs.get(est_spec["file"]) if "file" in est_spec else None
                     members.append((member["feature_set"], import_estimator(est_spec, blob)))
-                if m["mode"] == "direct" and not members:
+                if m["mode"] != "derived" and not members:
                     raise CorruptModel(f"direct model of {metric} without an estimator")
                 scale = float(s["scale"])
                 if not (np.isfinite(scale) and scale > 0):
@@ -118,6 +118,8 @@ def decode_model(
             specs[metric] = MetricSpec(metric, m["mode"], scopes, auto)
         if any(s.mode == "derived" for s in specs.values()) and specs.get("iops", None) is None:
             raise CorruptModel("derived metrics without an IOPS model")
+        if any(s.mode == "ratio" for s in specs.values()) and specs.get("latency_mean_us", None) is None:
+            raise CorruptModel("a latency ratio model without a mean latency model")
         regions = frozenset(doc["data_regions"])
         if not regions <= set(REGION_NAMES):
             raise CorruptModel("unknown region in model file")

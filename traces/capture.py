@@ -120,27 +120,42 @@ def _ensure_tracefs(run: Callable[..., subprocess.CompletedProcess]) -> Path:
     return TRACEFS
 
 
-def capture_blktrace(device: str, duration_s: float, out_dir: Path,
-                     run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> Path:
+def capture_blktrace(
+    device: str,
+    duration_s: float,
+    out_dir: Path,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Path:
     """Run blktrace; return the first per-CPU file or raise ``CaptureFailed`` saying why."""
     binary = shutil.which("blktrace")
     if binary is None:
         raise CaptureFailed("blktrace is not installed")
     name = Path(device).name
-    proc = run([binary, "-d", device, "-w", str(max(1, round(duration_s))), "-D", str(out_dir), "-o", name],
-               capture_output=True, text=True, timeout=duration_s + 30)
+    proc = run(
+        [binary, "-d", device, "-w", str(max(1, round(duration_s))), "-D", str(out_dir), "-o", name],
+        capture_output=True,
+        text=True,
+        timeout=duration_s + 30,
+    )
     files = sorted(out_dir.glob(f"{name}.blktrace.*"))
     if proc.returncode != 0 or not files or all(f.stat().st_size == 0 for f in files):
         for f in files:
             f.unlink()
         msg = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise CaptureFailed("blktrace failed: " + (msg[0] if msg else f"exit {proc.returncode}")
-                            + " (kernel lockdown forbids blktrace's debugfs files?)")
+        raise CaptureFailed(
+            "blktrace failed: "
+            + (msg[0] if msg else f"exit {proc.returncode}")
+            + " (kernel lockdown forbids blktrace's debugfs files?)"
+        )
     return files[0]
 
 
-def capture_ftrace(device: str, duration_s: float, out_dir: Path,
-                   run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> Path:
+def capture_ftrace(
+    device: str,
+    duration_s: float,
+    out_dir: Path,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Path:
     """Record the block tracepoints of ``device`` in a private tracefs instance."""
     major, minor = device_numbers(device)
     root = _ensure_tracefs(run)
@@ -187,29 +202,57 @@ def capture_ftrace(device: str, duration_s: float, out_dir: Path,
     return raw
 
 
-def capture_perf(device: str, duration_s: float, out_dir: Path,
-                 run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> Path:
+def capture_perf(
+    device: str,
+    duration_s: float,
+    out_dir: Path,
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> Path:
     """Record the block tracepoints with ``perf record`` and dump them with ``perf script``."""
     perf = shutil.which("perf")
     if perf is None:
         raise CaptureFailed("perf is not installed")
     data = out_dir / "perf.data"
-    rec = run([perf, "record", "-q", "-a", "-o", str(data), "-e", "block:block_rq_issue",
-               "-e", "block:block_rq_complete", "--", "sleep", f"{duration_s:g}"],
-              capture_output=True, text=True, timeout=duration_s + 60)
+    rec = run(
+        [
+            perf,
+            "record",
+            "-q",
+            "-a",
+            "-o",
+            str(data),
+            "-e",
+            "block:block_rq_issue",
+            "-e",
+            "block:block_rq_complete",
+            "--",
+            "sleep",
+            f"{duration_s:g}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=duration_s + 60,
+    )
     if rec.returncode != 0:
         raise CaptureFailed(f"perf record failed: {rec.stderr.strip()[:200]}")
     raw = out_dir / "tracepoints.txt"
     with open(raw, "w") as fh:
-        scr = run([perf, "script", "-i", str(data)], stdout=fh, stderr=subprocess.PIPE, text=True,
-                  timeout=600)
+        scr = run(
+            [perf, "script", "-i", str(data)], stdout=fh, stderr=subprocess.PIPE, text=True, timeout=600
+        )
     if scr.returncode != 0:
         raise CaptureFailed(f"perf script failed: {scr.stderr.strip()[:200]}")
     return raw
 
 
-def capture(device: str, duration_s: float, out_dir: Path | str, *, method: str = "auto",
-            run: Callable[..., subprocess.CompletedProcess] = subprocess.run) -> CaptureResult:
+def capture(
+    device: str,
+    duration_s: float,
+    out_dir: Path | str,
+    *,
+    method: str = "auto",
+    run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
+) -> CaptureResult:
     """Capture ``duration_s`` seconds of ``device``'s block I/O into ``out_dir``."""
     if method not in METHODS:
         raise InvalidInput(f"unknown capture method {method!r}; use one of {', '.join(METHODS)}")
@@ -229,8 +272,11 @@ def capture(device: str, duration_s: float, out_dir: Path | str, *, method: str 
                 n = len(open_trace(path, "blktrace").read_all())
                 result = CaptureResult(m, device, duration_s, str(path), "blktrace", n, skipped)
             else:
-                raw = capture_ftrace(device, duration_s, out, run) if m == "ftrace" else \
-                    capture_perf(device, duration_s, out, run)
+                raw = (
+                    capture_ftrace(device, duration_s, out, run)
+                    if m == "ftrace"
+                    else capture_perf(device, duration_s, out, run)
+                )
                 csv = out / "trace.csv"
                 with open(raw, errors="replace") as fh:
                     n = tracepoint_lines_to_csv(fh, major, minor, csv)

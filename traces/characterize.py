@@ -61,7 +61,8 @@ def _seq_flags(chunk: TraceChunk, last_end: dict[bool, int | None]) -> np.ndarra
         end = off + chunk.size[idx]
         prev = np.empty(len(idx), dtype=np.int64)
         prev[1:] = end[:-1]
-        prev[0] = -1 if last_end[write] is None else last_end[write]
+        last = last_end[write]
+        prev[0] = -1 if last is None else last
         seq[idx] = off == prev
         last_end[write] = int(end[-1])
     return seq
@@ -110,12 +111,14 @@ class Characterizer:
             if window_requests < 1:
                 raise InvalidInput("window_requests must be at least 1")
             window_s = None
-        elif window_s is None or not window_s > 0:
-            raise InvalidInput("window must be a positive number of seconds")
+        elif window_s is None or not 1e-6 <= window_s <= 1e7:
+            raise InvalidInput("window must be between 1 us and 10^7 s")
         self.info = info
         self.window_s = window_s
         self.window_requests = window_requests
-        self.method = {"pairs": "pairs", "response_time": "littles_law"}.get(info.latency_source or "", "burst")
+        self.method = {"pairs": "pairs", "response_time": "littles_law"}.get(
+            info.latency_source or "", "burst"
+        )
         self._last_end: dict[bool, int | None] = {False: None, True: None}
         self._held: TraceChunk | None = None
         self._held_seq = np.empty(0, bool)
@@ -136,6 +139,7 @@ class Characterizer:
         if self.window_s is not None:
             wid = np.floor(chunk.time_s / self.window_s).astype(np.int64)
         else:
+            assert self.window_requests is not None
             wid = (self._seen + np.arange(len(chunk), dtype=np.int64)) // self.window_requests
         self._seen += len(chunk)
         self._accumulate(chunk, seq)
@@ -143,6 +147,9 @@ class Characterizer:
             chunk = TraceChunk.concat([self._held, chunk])
             seq = np.concatenate([self._held_seq, seq])
             wid = np.concatenate([self._held_wid, wid])
+            if np.any(np.diff(wid) < 0):  # a trace slightly out of order across chunks
+                order = np.argsort(wid, kind="stable")
+                chunk, seq, wid = chunk.take(order), seq[order], wid[order]
         # The last window may continue in the next chunk: hold it back.
         cut = int(np.searchsorted(wid, wid[-1], side="left"))
         self._held, self._held_seq, self._held_wid = chunk.take(slice(cut, None)), seq[cut:], wid[cut:]
@@ -214,31 +221,42 @@ class Characterizer:
             lat_mean = np.where(lat_n > 0, lat_sum / lat_n, np.nan)
             qd = self._queue_depth(c, g, uw, start, end, dur, lat_sum, lat_n, n)
             size_all = (rb + wb) / n
-            rows = pd.DataFrame({
-                "window_start_s": start,
-                "window_end_s": end,
-                "requests": n.astype(np.int64),
-                "write_ratio": nw / n,
-                "queue_depth": np.clip(np.round(np.nan_to_num(qd, nan=1.0)), 1, 4096).astype(np.int64),
-                "request_size": round_size(size_all),
-                "randomness": (ns_r + ns_w) / n,
-                "numjobs": np.ones(k, dtype=np.int64),
-                "read_size": round_size(np.where(nr > 0, rb / nr, size_all)),
-                "write_size": round_size(np.where(nw > 0, wb / nw, size_all)),
-                "read_randomness": np.where(nr > 0, ns_r / nr, (ns_r + ns_w) / n),
-                "write_randomness": np.where(nw > 0, ns_w / nw, (ns_r + ns_w) / n),
-                "iops": n / dur,
-                "bandwidth_mib_s": (rb + wb) / dur / MIB,
-                "latency_mean_us": lat_mean * 1e6,
-                "latency_p99_us": _group_p99(g, lat, k) * 1e6,
-                "queue_depth_raw": qd,
-                "qd_method": self.method,
-            })
+            rows = pd.DataFrame(
+                {
+                    "window_start_s": np.round(start, 9),
+                    "window_end_s": np.round(end, 9),
+                    "requests": n.astype(np.int64),
+                    "write_ratio": nw / n,
+                    "queue_depth": np.clip(np.round(np.nan_to_num(qd, nan=1.0)), 1, 4096).astype(np.int64),
+                    "request_size": round_size(size_all),
+                    "randomness": (ns_r + ns_w) / n,
+                    "numjobs": np.ones(k, dtype=np.int64),
+                    "read_size": round_size(np.where(nr > 0, rb / nr, size_all)),
+                    "write_size": round_size(np.where(nw > 0, wb / nw, size_all)),
+                    "read_randomness": np.where(nr > 0, ns_r / nr, (ns_r + ns_w) / n),
+                    "write_randomness": np.where(nw > 0, ns_w / nw, (ns_r + ns_w) / n),
+                    "iops": n / dur,
+                    "bandwidth_mib_s": (rb + wb) / dur / MIB,
+                    "latency_mean_us": lat_mean * 1e6,
+                    "latency_p99_us": _group_p99(g, lat, k) * 1e6,
+                    "queue_depth_raw": qd,
+                    "qd_method": self.method,
+                }
+            )
         self._rows.append(rows)
 
-    def _queue_depth(self, c: TraceChunk, g: np.ndarray, uw: np.ndarray, start: np.ndarray,
-                     end: np.ndarray, dur: np.ndarray, lat_sum: np.ndarray, lat_n: np.ndarray,
-                     n: np.ndarray) -> np.ndarray:
+    def _queue_depth(
+        self,
+        c: TraceChunk,
+        g: np.ndarray,
+        uw: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        dur: np.ndarray,
+        lat_sum: np.ndarray,
+        lat_n: np.ndarray,
+        n: np.ndarray,
+    ) -> np.ndarray:
         k = len(uw)
         if self.method == "burst":
             sizes = self._burst_sizes_window(c.time_s, g, k)
@@ -255,8 +273,9 @@ class Characterizer:
         size = np.bincount(bid)[bid].astype(np.float64)
         return np.bincount(g, size, minlength=k) / np.bincount(g, minlength=k)
 
-    def _overlap(self, c: TraceChunk, g: np.ndarray, uw: np.ndarray, start: np.ndarray,
-                 dur: np.ndarray) -> np.ndarray:
+    def _overlap(
+        self, c: TraceChunk, g: np.ndarray, uw: np.ndarray, start: np.ndarray, dur: np.ndarray
+    ) -> np.ndarray:
         """Time-averaged requests in flight per window from each request's [arrival, completion]."""
         ws = self.window_s
         assert ws is not None
@@ -274,7 +293,7 @@ class Characterizer:
             part = np.minimum(e[idx], (wnext + 1) * ws) - wnext * ws
             order_w, inv = np.unique(wnext, return_inverse=True)
             sums = np.bincount(inv, part)
-            for wk, v in zip(order_w.tolist(), sums.tolist()):
+            for wk, v in zip(order_w.tolist(), sums.tolist(), strict=True):
                 self._spill[wk] = self._spill.get(wk, 0.0) + v
             idx = idx[span[idx] > step]
             step += 1
@@ -282,7 +301,7 @@ class Characterizer:
             busy[i] += self._spill.pop(wk, 0.0)
         return busy / dur
 
-    def finish(self) -> "Characterization":
+    def finish(self) -> Characterization:
         """Close the last window and build the result."""
         if self._held is not None and len(self._held):
             self._emit(self._held, self._held_seq, self._held_wid, None)
@@ -355,8 +374,13 @@ class Characterization:
         return {"summary": self.summary, "windows": self.windows.to_dict(orient="records")}
 
 
-def characterize_chunks(info: TraceInfo, chunks: Iterable[TraceChunk], *, window_s: float | None = 1.0,
-                        window_requests: int | None = None) -> Characterization:
+def characterize_chunks(
+    info: TraceInfo,
+    chunks: Iterable[TraceChunk],
+    *,
+    window_s: float | None = 1.0,
+    window_requests: int | None = None,
+) -> Characterization:
     """Characterise a stream of chunks (see the module docstring)."""
     ch = Characterizer(info, window_s, window_requests)
     for chunk in chunks:
@@ -364,8 +388,9 @@ def characterize_chunks(info: TraceInfo, chunks: Iterable[TraceChunk], *, window
     return ch.finish()
 
 
-def characterize(path: str, fmt: str = "auto", *, window_s: float | None = 1.0,
-                 window_requests: int | None = None) -> Characterization:
+def characterize(
+    path: str, fmt: str = "auto", *, window_s: float | None = 1.0, window_requests: int | None = None
+) -> Characterization:
     """Open a trace file and characterise it per window."""
     from traces.reader import open_trace
 

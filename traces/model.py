@@ -49,7 +49,7 @@ class TraceChunk:
         offset: np.ndarray,
         size: np.ndarray,
         latency_s: np.ndarray | None = None,
-    ) -> "TraceChunk":
+    ) -> TraceChunk:
         """Make a chunk with canonical dtypes (latency NaN when not given)."""
         n = len(time_s)
         lat = np.full(n, np.nan) if latency_s is None else np.asarray(latency_s, dtype=np.float64)
@@ -62,19 +62,22 @@ class TraceChunk:
         )
 
     @classmethod
-    def empty(cls) -> "TraceChunk":
+    def empty(cls) -> TraceChunk:
         """A chunk with no requests."""
         return cls.build(np.empty(0), np.empty(0, bool), np.empty(0, np.int64), np.empty(0, np.int64))
 
-    def take(self, index: np.ndarray | slice) -> "TraceChunk":
+    def take(self, index: np.ndarray | slice) -> TraceChunk:
         """The requests selected by a mask, index array or slice."""
         return TraceChunk(
-            self.time_s[index], self.is_write[index], self.offset[index], self.size[index],
+            self.time_s[index],
+            self.is_write[index],
+            self.offset[index],
+            self.size[index],
             self.latency_s[index],
         )
 
     @staticmethod
-    def concat(chunks: list["TraceChunk"]) -> "TraceChunk":
+    def concat(chunks: list[TraceChunk]) -> TraceChunk:
         """Join chunks end to end."""
         chunks = [c for c in chunks if len(c)]
         if not chunks:

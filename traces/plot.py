@@ -17,10 +17,11 @@ def plot_validation(df: pd.DataFrame, out: Path, *, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     metrics = [m for m in METRICS if m in df.columns and f"pred_{m}" in df.columns]
-    fig, axes = plt.subplots(len(metrics) or 1, 1, figsize=(9, 2.4 * max(len(metrics), 1)), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(metrics) or 1, 1, figsize=(9, 2.4 * max(len(metrics), 1)), sharex=True, squeeze=False
+    )
     t = df["window_start_s"]
-    for ax, m in zip(axes[:, 0], metrics):
+    for ax, m in zip(axes[:, 0], metrics, strict=True):
         ax.plot(t, df[m], "o-", ms=3, label="measured")
         ax.plot(t, df[f"pred_{m}"], "s--", ms=3, label="predicted")
         lo, hi = df.get(f"pred_{m}_lower"), df.get(f"pred_{m}_upper")

@@ -41,17 +41,25 @@ class ValidationReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN becomes None)."""
-        win = self.windows.astype(object).where(self.windows.notna(), None)
+        clean = self.windows.replace([np.inf, -np.inf], np.nan)
+        win = clean.astype(object).where(clean.notna(), None)
         return {
-            "device": self.device, "model_version": self.model_version, "summary": self.summary,
-            "replay": self.replay, "plot": self.plot, "warnings": self.warnings,
+            "device": self.device,
+            "model_version": self.model_version,
+            "summary": self.summary,
+            "replay": self.replay,
+            "plot": self.plot,
+            "warnings": self.warnings,
             "windows": win.to_dict(orient="records"),
         }
 
 
-def compare(char: Characterization, predictions: pd.DataFrame, measured: pd.DataFrame | None) -> tuple[pd.DataFrame, dict[str, Any]]:
+def compare(
+    char: Characterization, predictions: pd.DataFrame, measured: pd.DataFrame | None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Join windows, predictions and measurements; add relative errors and their means."""
-    base = char.windows.drop(columns=[m for m in METRICS if m in char.windows.columns])
+    # The trace's own rates and latencies stay, as trace_<metric>; <metric> is what was measured.
+    base = char.windows.rename(columns={m: f"trace_{m}" for m in METRICS})
     df = pd.concat([base.reset_index(drop=True), predictions.reset_index(drop=True)], axis=1)
     mre: dict[str, Any] = {}
     if measured is not None:
@@ -79,10 +87,20 @@ def trace_measurements(char: Characterization) -> pd.DataFrame | None:
 
 
 def validate_trace(
-    datadir: DataDir, device: str, path: str | Path, *, fmt: str = "auto", window_s: float | None = 1.0,
-    window_requests: int | None = None, target: str | None = None, destroy_data: bool = False,
-    speed: float = 1.0, plot_path: str | Path | None = None, model_version: str | None = None,
+    datadir: DataDir,
+    device: str,
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    window_s: float | None = 1.0,
+    window_requests: int | None = None,
+    target: str | None = None,
+    destroy_data: bool = False,
+    speed: float = 1.0,
+    plot_path: str | Path | None = None,
+    model_version: str | None = None,
     registry: ModelRegistry | None = None,
+    lanes: int | None = None,
 ) -> ValidationReport:
     """Characterise a trace, predict every window on ``device`` and compare with measurements."""
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
@@ -92,10 +110,14 @@ def validate_trace(
     warnings: list[str] = []
     if target is not None:
         if window_requests is not None or window_s is None:
-            raise InvalidInput("validation with a replay target needs time windows (--window), not --window-requests")
+            raise InvalidInput(
+                "validation with a replay target needs time windows (--window), not --window-requests"
+            )
         from traces.replay import replay
 
-        result = replay(path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s)
+        result = replay(
+            path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes
+        )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}
         warnings += result.warnings
@@ -113,8 +135,15 @@ def validate_trace(
 
 
 def validate_upload(
-    datadir: DataDir, device: str, data: bytes, *, filename: str = "", fmt: str = "auto",
-    window_s: float | None = 1.0, window_requests: int | None = None, max_bytes: int | None = None,
+    datadir: DataDir,
+    device: str,
+    data: bytes,
+    *,
+    filename: str = "",
+    fmt: str = "auto",
+    window_s: float | None = 1.0,
+    window_requests: int | None = None,
+    max_bytes: int | None = None,
     registry: ModelRegistry | None = None,
 ) -> dict[str, Any]:
     """Validate an uploaded trace (bytes) on ``device``: vectors, predictions and errors."""
@@ -130,8 +159,15 @@ def validate_upload(
     with tempfile.NamedTemporaryFile(dir=scratch, prefix="upload-", suffix=".trace") as tmp:
         tmp.write(data)
         tmp.flush()
-        report = validate_trace(datadir, device, tmp.name, fmt=fmt, window_s=window_s,
-                                window_requests=window_requests, registry=registry)
+        report = validate_trace(
+            datadir,
+            device,
+            tmp.name,
+            fmt=fmt,
+            window_s=window_s,
+            window_requests=window_requests,
+            registry=registry,
+        )
     out = report.to_dict()
     out["filename"] = filename
     out["summary"]["trace"]["paths"] = [filename]

@@ -32,10 +32,15 @@ class ServiceState:
         self.datadir = DataDir(settings.home)
         self.registry = ModelRegistry(self.datadir)
         self.metrics = ServiceMetrics()
-        self.jobs = RetrainJobs(self.datadir, self.registry, self.metrics)
         self.preload_done = threading.Event()
-        self.loaded: dict[str, str] = {}
+        self.loaded: dict[str, str] = {}  # device -> active version in the cache (for /readyz)
         self.load_errors: dict[str, str] = {}
+        self.jobs = RetrainJobs(self.datadir, self.registry, self.metrics, on_model=self.model_loaded)
+
+    def model_loaded(self, device: str, version: str) -> None:
+        """Record that ``version`` is now the device's loaded, active model."""
+        self.loaded[device] = version
+        self.load_errors.pop(device, None)
 
 
 async def get_state(request: Request) -> ServiceState:

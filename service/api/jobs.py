@@ -22,6 +22,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from modeling.errors import Conflict, NotFound, SsdPredictError
@@ -57,10 +58,17 @@ class Job:
 class RetrainJobs:
     """Starts retrain jobs and reports on them."""
 
-    def __init__(self, datadir: DataDir, registry: ModelRegistry, metrics: ServiceMetrics) -> None:
+    def __init__(
+        self,
+        datadir: DataDir,
+        registry: ModelRegistry,
+        metrics: ServiceMetrics,
+        on_model: Callable[[str, str], None] = lambda device, version: None,
+    ) -> None:
         self.datadir = datadir
         self.registry = registry
         self.metrics = metrics
+        self.on_model = on_model  # told (device, version) when a retrain made a new version active
         self.folder = datadir.root / "jobs"
         self._jobs: dict[str, Job] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -132,7 +140,11 @@ class RetrainJobs:
                 progress=progress,
                 activate=True,
             )
+            # Load the new version here, in the job's thread, so the first prediction after
+            # the swap finds it cached instead of reading files on the event loop.
+            self.registry.load(job.device, mv.version)
             self.registry.invalidate(job.device)
+            self.on_model(job.device, mv.version)
             result = {
                 "model_version": mv.version,
                 "active": mv.active,

@@ -28,6 +28,9 @@ def quickstart(
     device: str = typer.Option("local-scratch", help="device name for the scratch file"),
     size: str = typer.Option("256MiB", help="scratch file size"),
     runtime: str = typer.Option("1s", help="fio runtime per point"),
+    plan_name: str = typer.Option("quick", "--plan", help="plan preset or .toml plan file"),
+    folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds"),
+    time_budget: float = typer.Option(60.0, min=1.0, help="seconds for model tuning"),
     host: str = typer.Option("127.0.0.1", help="address to serve on"),
     port: int = typer.Option(8000, help="port to serve on"),
     serve: bool = typer.Option(True, "--serve/--no-serve", help="start the API at the end"),
@@ -36,7 +39,7 @@ def quickstart(
     # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
     import uvicorn
 
-    from collectors.plans import quick_plan
+    from collectors.plans import build_plan
     from collectors.sweep import SweepSettings, run_sweep
     from modeling.evaluate import evaluate_device
     from modeling.train import train_device
@@ -46,7 +49,7 @@ def quickstart(
     data.scratch_dir.mkdir(parents=True, exist_ok=True)
     console.print(f"data directory: {data.root}")
 
-    plan = quick_plan()
+    plan = build_plan(plan_name)
     console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {target}")
     settings = SweepSettings(target=str(target), runtime=runtime, size=size)
     with _progress() as bar:
@@ -67,16 +70,19 @@ def quickstart(
     catalog = data.catalog
     sweep_ids = sorted(s.id for s in catalog.list_sweeps(device) if s.status == "complete")
     active = catalog.active_model_version(device)
-    if active is not None and sorted(active.manifest.get("sweep_ids", [])) == sweep_ids:
+    if active is not None and sorted(active.manifest.get("data", {}).get("sweep_ids", [])) == sweep_ids:
         console.print(f"model {active.version} is already trained on these sweeps; reusing it")
         version = active.version
     else:
-        trained = train_device(data, device, progress=lambda msg, frac: console.print(f"  {msg}"))
+        trained = train_device(
+            data, device, folds=folds, time_budget_s=time_budget,
+            progress=lambda msg, frac: console.print(f"  {msg}"),
+        )
         version = trained.version
         console.print(f"trained and activated model {version}")
 
-    console.rule("[bold]3/3 accuracy[/] (5-fold cross-validation, held-out points)")
-    report = evaluate_device(data, device, folds=5).to_dict()
+    console.rule(f"[bold]3/3 accuracy[/] ({folds}-fold cross-validation, held-out points)")
+    report = evaluate_device(data, device, folds=folds, time_budget_s=time_budget).to_dict()
     table = Table("metric", "mean relative error", "points")
     for metric in METRICS:
         stats = report["metrics"].get(metric)

@@ -9,11 +9,19 @@ import typer
 
 from service.cli.common import console, datadir, handle_errors, print_json
 
-trace_app = typer.Typer(help="Block traces: characterise, capture, replay and validate.", no_args_is_help=True)
+trace_app = typer.Typer(
+    help="Block traces: characterise, capture, replay and validate.", no_args_is_help=True
+)
 
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="trace format or 'auto'")]
 WindowOpt = Annotated[str, typer.Option("--window", help="window length, e.g. 1s, 500ms")]
-WindowReqOpt = Annotated[Optional[int], typer.Option("--window-requests", help="N requests per window", min=1)]
+LanesOpt = Annotated[
+    Optional[int],
+    typer.Option("--lanes", help="parallel replay jobs (default: the trace's peak in flight, else 16)"),
+]
+WindowReqOpt = Annotated[
+    Optional[int], typer.Option("--window-requests", help="N requests per window", min=1)
+]
 
 
 def parse_duration(text: str) -> float:
@@ -44,7 +52,9 @@ def characterize_cmd(
     window: WindowOpt = "1s",
     window_requests: WindowReqOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
+    ] = None,
 ) -> None:
     """One workload vector per window plus a whole-trace summary (CSV feeds `predict --input`)."""
     from traces.characterize import characterize
@@ -56,8 +66,10 @@ def characterize_cmd(
         print_json(result.to_dict())
         return
     s = result.summary
-    console.print(f"{s['format']}: {s['requests']} requests over {s['duration_s']:.3f} s, "
-                  f"{s['windows']} windows, queue depth by {s['qd_method']}")
+    console.print(
+        f"{s['format']}: {s['requests']} requests over {s['duration_s']:.3f} s, "
+        f"{s['windows']} windows, queue depth by {s['qd_method']}"
+    )
     console.print(f"summary workload: {s['workload']}")
     console.print(f"summary measured: {s['measured']}")
     if output is not None:
@@ -80,8 +92,11 @@ def capture_cmd(
     result = capture(device, parse_duration(duration), output, method=method)
     for m, why in result.skipped.items():
         console.print(f"[yellow]{m} not used:[/] {why}", highlight=False)
-    console.print(f"captured {result.requests} requests with [bold]{result.method}[/] -> "
-                  f"{result.trace_path} (format {result.format})", highlight=False)
+    console.print(
+        f"captured {result.requests} requests with [bold]{result.method}[/] -> "
+        f"{result.trace_path} (format {result.format})",
+        highlight=False,
+    )
 
 
 @trace_app.command("replay")
@@ -90,21 +105,35 @@ def replay_cmd(
     file: Annotated[Path, typer.Argument(help="trace file")],
     target: Annotated[str, typer.Option("--target", help="file or block device to replay on")],
     fmt: FormatOpt = "auto",
-    destroy_data: Annotated[bool, typer.Option("--destroy-data", help="allow writing to a device with data")] = False,
+    destroy_data: Annotated[
+        bool, typer.Option("--destroy-data", help="allow writing to a device with data")
+    ] = False,
     speed: Annotated[float, typer.Option("--speed", help="time scale: 2.0 replays twice as fast")] = 1.0,
     window: WindowOpt = "1s",
+    lanes: LanesOpt = None,
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Replay a trace with fio on a target and measure it per window."""
     from traces.replay import replay
 
-    result = replay(file, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=parse_duration(window))
+    result = replay(
+        file,
+        target,
+        fmt=fmt,
+        destroy_data=destroy_data,
+        speed=speed,
+        window_s=parse_duration(window),
+        lanes=lanes,
+    )
     if json_out:
         print_json(result.to_dict())
         return
-    console.print(f"replayed {result.requests} requests on {result.target}: trace rate "
-                  f"{result.trace_rate:.0f} IO/s, replayed {result.replay_rate:.0f} IO/s "
-                  f"(drift {result.drift * 100:+.2f} %)", highlight=False)
+    console.print(
+        f"replayed {result.requests} requests on {result.target}: trace rate "
+        f"{result.trace_rate:.0f} IO/s, replayed {result.replay_rate:.0f} IO/s "
+        f"(drift {result.drift * 100:+.2f} %)",
+        highlight=False,
+    )
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
     console.print(result.windows.to_string(index=False, max_rows=40))
@@ -115,23 +144,40 @@ def replay_cmd(
 def validate_cmd(
     file: Annotated[Path, typer.Argument(help="trace file")],
     device: Annotated[str, typer.Option("--device", help="device whose model predicts")],
-    target: Annotated[Optional[str], typer.Option("--target", help="replay on this target to measure")] = None,
+    target: Annotated[
+        Optional[str], typer.Option("--target", help="replay on this target to measure")
+    ] = None,
     fmt: FormatOpt = "auto",
     window: WindowOpt = "1s",
     window_requests: WindowReqOpt = None,
     destroy_data: Annotated[bool, typer.Option("--destroy-data")] = False,
+    lanes: LanesOpt = None,
     speed: Annotated[float, typer.Option("--speed")] = 1.0,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="PNG path (default: FILE.validation.png)")] = None,
+    plot: Annotated[
+        Optional[Path], typer.Option("--plot", help="PNG path (default: FILE.validation.png)")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json")] = False,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
+    ] = None,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate import validate_trace
 
     png = plot if plot is not None else Path(f"{file.name}.validation.png")
-    report = validate_trace(datadir(), device, file, fmt=fmt, window_s=parse_duration(window),
-                            window_requests=window_requests, target=target, destroy_data=destroy_data,
-                            speed=speed, plot_path=png)
+    report = validate_trace(
+        datadir(),
+        device,
+        file,
+        fmt=fmt,
+        window_s=parse_duration(window),
+        window_requests=window_requests,
+        target=target,
+        destroy_data=destroy_data,
+        speed=speed,
+        plot_path=png,
+        lanes=lanes,
+    )
     if output is not None:
         report.windows.to_csv(output, index=False)
     if json_out:
@@ -139,8 +185,11 @@ def validate_cmd(
         return
     for w in report.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    cols = [c for c in report.windows.columns if c.startswith(("window_start", "pred_")) and not
-            c.endswith(("_lower", "_upper"))] + [c for c in report.windows.columns if c.endswith("_rel_error")]
+    cols = [
+        c
+        for c in report.windows.columns
+        if c.startswith(("window_start", "pred_")) and not c.endswith(("_lower", "_upper"))
+    ] + [c for c in report.windows.columns if c.endswith("_rel_error")]
     console.print(report.windows[cols].to_string(index=False, max_rows=40))
     for metric, e in report.summary["errors"].items():
         mre = "n/a" if e["mre"] is None else f"{e['mre'] * 100:.1f} %"

@@ -22,7 +22,8 @@ def test_kfold_report_shape(synthetic):
     # extended knows numjobs, basic does not: on data where numjobs matters, extended wins
     assert report["feature_sets"]["extended"]["iops"] < report["feature_sets"]["basic"]["iops"]
     assert set(report["regions"]) and all("global" in e["iops"] for e in report["regions"].values())
-    assert set(report["physics"]) == {"bandwidth_mib_s", "latency_mean_us"}
+    assert set(report["physics"]) == {"bandwidth_mib_s", "latency_mean_us", "modes"}
+    assert sum(report["physics"]["modes"]["iops"].values()) == 3  # one training per outer fold
     assert report["noise_floor"] is None  # no repeats in this data
 
 

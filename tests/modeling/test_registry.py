@@ -168,3 +168,17 @@ def test_manifest_records_provenance(datadir, trained):
     assert all(0 <= v < 1 for v in man["cv_mre"].values())
     assert man["created_at"] and man["files"]
     assert np.isfinite(man["train_seconds"])
+
+
+def test_concurrent_loads_share_one_model(datadir, trained):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from modeling.workload import Workload
+
+    registry = ModelRegistry(datadir)
+    wl = Workload(write_ratio=0.3, queue_depth=8, request_size="16k", randomness=1)
+    with ThreadPoolExecutor(8) as pool:
+        models = list(pool.map(lambda _: registry.load("synth"), range(32)))
+        values = list(pool.map(lambda m: m.predict_one(wl).predictions["iops"].value, models))
+    assert all(m is models[0] for m in models)
+    assert len(set(values)) == 1

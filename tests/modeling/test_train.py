@@ -105,3 +105,24 @@ def test_region_models_where_enough_data(synthetic):
         assert entry["n"] == 16
         assert entry["auto"] == (entry["cv_mre"] < entry["global_cv_mre"])
         assert (name in model.specs["iops"].auto_regions) == entry["auto"]
+
+
+def test_tail_latency_ratio_mode_when_it_wins(datadir):
+    """p99 = (3 + 2 x write ratio) x mean latency here: the ratio model beats a direct one."""
+    from modeling.registry import save_model
+    from modeling.workload import Workload
+
+    rows = synthetic_rows(noise=0.05, seed=7)
+    model, summary = fit_device_model(rows, folds=3, candidates=fast_candidates())
+    p99 = summary["metrics"]["latency_p99_us"]
+    assert p99["physics"]["ratio_cv_mre"] < p99["physics"]["direct_cv_mre"]
+    assert p99["mode"] == "ratio" and model.specs["latency_p99_us"].mode == "ratio"
+    wl = Workload(write_ratio=0.0, queue_depth=4, request_size=4096, randomness=1.0)
+    pred = model.predict_one(wl, model=wl.region).predictions
+    assert pred["latency_p99_us"].model == "global"  # ratio models are global only, and say so
+    ratio = pred["latency_p99_us"].value / model.predict_one(wl).predictions["latency_mean_us"].value
+    assert 2.0 < ratio < 4.5
+    datadir.catalog.ensure_device("synth")
+    save_model(datadir, model.__class__("synth", "v1", model.specs, model.data_regions), {}, activate=True)
+    loaded = ModelRegistry(datadir).load("synth")
+    assert loaded.predict_frame(rows).equals(model.predict_frame(rows))

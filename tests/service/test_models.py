@@ -35,6 +35,7 @@ def test_versions_and_rollback(api: TestClient, trained: DataDir) -> None:
     p = api.post("/v1/predict", json={"device": DEVICE, "workload": WORKLOAD}).json()
     assert p["model_version"] == first.version
     assert api.get(f"/v1/devices/{DEVICE}/models").json()["active"] == first.version
+    assert api.get("/readyz").json()["models"] == {DEVICE: first.version}
 
 
 def test_activate_errors(api: TestClient, trained: DataDir) -> None:

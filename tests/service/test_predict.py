@@ -200,3 +200,60 @@ def test_batch_over_max_batch_is_413(trained: DataDir, make_app: Any) -> None:
         assert c.post("/v1/predict/batch", json={"device": DEVICE, "workloads": _rows(5)}).status_code == 200
         error = assert_error(c.post("/v1/predict/batch", json={"device": DEVICE, "workloads": _rows(6)}), 413)
         assert error["details"] == {"max_batch": 5}
+
+
+def test_batch_columns_equal_rows(api: TestClient) -> None:
+    rows = _rows(7)
+    columns = {
+        f: [r[f] for r in rows]
+        for f in ("write_ratio", "queue_depth", "request_size", "randomness", "numjobs")
+    }
+    by_rows = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
+    by_cols = api.post("/v1/predict/batch", json={"device": DEVICE, "columns": columns})
+    assert by_cols.status_code == 200, by_cols.text
+    assert by_cols.json() == by_rows.json()
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (
+            {
+                "columns": {
+                    "write_ratio": [0.0, 1.0],
+                    "queue_depth": [1],
+                    "request_size": [4096] * 2,
+                    "randomness": [1] * 2,
+                }
+            },
+            "queue_depth",
+        ),
+        (
+            {
+                "columns": {
+                    "write_ratio": [0.0],
+                    "queue_depth": [0],
+                    "request_size": [4096],
+                    "randomness": [1],
+                }
+            },
+            "columns.queue_depth.0",
+        ),
+        ({}, "either"),
+        (
+            {
+                "workloads": [WORKLOAD],
+                "columns": {
+                    "write_ratio": [0.0],
+                    "queue_depth": [1],
+                    "request_size": [4096],
+                    "randomness": [1],
+                },
+            },
+            "either",
+        ),
+    ],
+)
+def test_batch_bad_columns_are_422(api: TestClient, body: dict[str, Any], fragment: str) -> None:
+    error = assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, **body}), 422)
+    assert fragment in error["message"]

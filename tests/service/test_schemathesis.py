@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ from modeling.store import DataDir
 from service.api.main import create_app
 from service.config import Settings
 from tests.service.utils import fio_files, ingest_fio, quick_train
+
+pytestmark = pytest.mark.slow
 
 # The schema's examples name the device "nvme0": give it a small trained model, so the
 # generated requests reach real predictions, uploads and retrains, not only 404s.
@@ -34,6 +37,7 @@ def example_device() -> Iterator[None]:
     quick_train(datadir, EXAMPLE_DEVICE)
     yield
     APP.state.service.jobs.wait(timeout=60)  # retrains started by the run end before the home goes
+    shutil.rmtree(_HOME, ignore_errors=True)
 
 
 @schema.parametrize()

@@ -10,10 +10,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from modeling.store import DataDir
 from tests.conftest import REPO
 from tests.service.utils import DEVICE
+
+pytestmark = pytest.mark.slow
 
 TOKEN = "e2e-token"
 

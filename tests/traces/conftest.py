@@ -19,9 +19,19 @@ def synthetic_rows() -> list[dict[str, float]]:
         svc = 20e-6 + bs / 2e9 + (30e-6 if rnd else 0) + wr * 10e-6
         iops = min(qd / svc, 2e9 / bs)
         lat = qd / iops * 1e6
-        rows.append(dict(write_ratio=wr, queue_depth=qd, request_size=bs, randomness=rnd, numjobs=1,
-                         iops=iops, bandwidth_mib_s=iops * bs / 2**20, latency_mean_us=lat,
-                         latency_p99_us=lat * 1.5))
+        rows.append(
+            dict(
+                write_ratio=wr,
+                queue_depth=qd,
+                request_size=bs,
+                randomness=rnd,
+                numjobs=1,
+                iops=iops,
+                bandwidth_mib_s=iops * bs / 2**20,
+                latency_mean_us=lat,
+                latency_p99_us=lat * 1.5,
+            )
+        )
     return rows
 
 

@@ -19,8 +19,9 @@ from service.cli.main import app
 from traces.capture import CaptureFailed, capture, tracepoint_lines_to_csv
 from traces.reader import open_trace
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("losetup") is None,
-                                reason="needs root and losetup for a loop device")
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("losetup") is None, reason="needs root and losetup for a loop device"
+)
 
 
 @pytest.fixture
@@ -42,10 +43,36 @@ def loop_device(tmp_path: Path) -> Iterator[str]:
 def _load(dev: str, fio: str, delay: float) -> threading.Thread:
     def run() -> None:
         time.sleep(delay)
-        subprocess.run([fio, "--name=w", f"--filename={dev}", "--rw=write", "--bs=64k", "--size=2m",
-                        "--direct=1", "--ioengine=libaio", "--iodepth=2"], capture_output=True, check=True)
-        subprocess.run([fio, "--name=r", f"--filename={dev}", "--rw=randread", "--bs=4k", "--size=8m",
-                        "--io_size=64k", "--direct=1", "--ioengine=psync"], capture_output=True, check=True)
+        subprocess.run(
+            [
+                fio,
+                "--name=w",
+                f"--filename={dev}",
+                "--rw=write",
+                "--bs=64k",
+                "--size=2m",
+                "--direct=1",
+                "--ioengine=libaio",
+                "--iodepth=2",
+            ],
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(
+            [
+                fio,
+                "--name=r",
+                f"--filename={dev}",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=8m",
+                "--io_size=64k",
+                "--direct=1",
+                "--ioengine=psync",
+            ],
+            capture_output=True,
+            check=True,
+        )
 
     th = threading.Thread(target=run)
     th.start()
@@ -62,23 +89,29 @@ def _check(path: str) -> None:
 
 
 @needs_root
-def test_tracepoint_fallback_captures_fio_io_on_loop_device(loop_device: str, fio_available: str,
-                                                           tmp_path: Path) -> None:
-    th = _load(loop_device, fio_available, 0.5)
-    result = capture(loop_device, 2.5, tmp_path / "cap", method="ftrace")
+@pytest.mark.parametrize("method", ["ftrace", "perf"])
+def test_tracepoint_fallback_captures_fio_io_on_loop_device(
+    loop_device: str, fio_available: str, tmp_path: Path, method: str
+) -> None:
+    if method == "perf" and shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    th = _load(loop_device, fio_available, 1.0 if method == "perf" else 0.5)
+    result = capture(loop_device, 3.0 if method == "perf" else 2.5, tmp_path / "cap", method=method)
     th.join()
-    assert result.method == "ftrace" and result.format == "csv"
+    assert result.method == method and result.format == "csv"
     _check(result.trace_path)
     assert (tmp_path / "cap" / "capture.json").exists()
 
 
 @needs_root
-def test_auto_capture_says_which_method_and_why_others_were_skipped(loop_device: str, fio_available: str,
-                                                                   tmp_path: Path) -> None:
+def test_auto_capture_says_which_method_and_why_others_were_skipped(
+    loop_device: str, fio_available: str, tmp_path: Path
+) -> None:
     th = _load(loop_device, fio_available, 1.0)
     runner = CliRunner()
-    res = runner.invoke(app, ["trace", "capture", "--device", loop_device, "--duration", "3s",
-                              "-o", str(tmp_path / "auto")])
+    res = runner.invoke(
+        app, ["trace", "capture", "--device", loop_device, "--duration", "3s", "-o", str(tmp_path / "auto")]
+    )
     th.join()
     assert res.exit_code == 0, res.output
     assert "captured 48 requests with" in res.output
@@ -99,8 +132,7 @@ def test_all_methods_failing_is_reported_fake_runner(tmp_path: Path) -> None:
         return subprocess.CompletedProcess(cmd, 1, "", "Operation not permitted")
 
     with pytest.raises(CaptureFailed, match="perf"):
-        capture(_any_block_device(), 0.1, tmp_path / "o", method="perf",
-                run=fake_run)
+        capture(_any_block_device(), 0.1, tmp_path / "o", method="perf", run=fake_run)
 
 
 def _any_block_device() -> str:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from modeling.workload import WORKLOAD_FIELDS, Workload
 from service.cli.main import app
-from tests.traces.helpers import DATA, sequential_writes, write_generic
+from tests.traces.helpers import DATA, sequential_writes, write_blktrace, write_generic
 from traces.characterize import characterize, characterize_chunks
 from traces.model import TraceChunk, TraceInfo
 
@@ -57,8 +57,10 @@ def test_mixed_random_workload_known_fractions() -> None:
     off[reads] = np.arange(len(reads)) * 4096
     off[is_w] = (rng.integers(0, 1 << 20, is_w.sum()) * 4096) + (1 << 40)
     t = np.arange(n) * 1e-4
-    chunks = [TraceChunk.build(t[i:i + 777], is_w[i:i + 777], off[i:i + 777], size[i:i + 777])
-              for i in range(0, n, 777)]  # odd chunk size: windows straddle chunks
+    chunks = [
+        TraceChunk.build(t[i : i + 777], is_w[i : i + 777], off[i : i + 777], size[i : i + 777])
+        for i in range(0, n, 777)
+    ]  # odd chunk size: windows straddle chunks
     r = characterize_chunks(TraceInfo("test"), iter(chunks), window_s=0.25)
     win = r.windows
     assert win["requests"].sum() == n and len(win) == 4
@@ -80,8 +82,9 @@ def test_window_rows_are_valid_workloads() -> None:
 def test_cli_characterize_csv_and_json(tmp_path: Path) -> None:
     runner = CliRunner()
     out = tmp_path / "w.csv"
-    res = runner.invoke(app, ["trace", "characterize", str(DATA / "sample.blktrace.0"), "--window", "100ms",
-                              "-o", str(out)])
+    res = runner.invoke(
+        app, ["trace", "characterize", str(DATA / "sample.blktrace.0"), "--window", "100ms", "-o", str(out)]
+    )
     assert res.exit_code == 0, res.output
     df = pd.read_csv(out)
     assert len(df) == 4 and df["requests"].sum() == 963 and (df["write_ratio"] == 0).all()
@@ -91,3 +94,15 @@ def test_cli_characterize_csv_and_json(tmp_path: Path) -> None:
     assert doc["summary"]["qd_method"] == "littles_law" and doc["summary"]["requests"] == 6
     res = runner.invoke(app, ["trace", "characterize", str(tmp_path / "missing.trace")])
     assert res.exit_code == 2 and "no such trace file" in res.output
+
+
+@pytest.mark.parametrize("byteorder", ["<", ">"])
+def test_sequential_writes_in_blktrace_binary(tmp_path: Path, byteorder: str) -> None:
+    t, w, off, size, done = sequential_writes(3000, 65536, 8, latency_s=0.004)
+    path = write_blktrace(tmp_path / "seq.blktrace.0", t, w, off, size, done, byteorder)
+    r = characterize(str(path), window_s=float(t[-1]) / 5)
+    inner = r.windows.iloc[1:-1]
+    assert r.info.format == "blktrace" and r.summary["requests"] == 3000
+    assert (inner["write_ratio"] == 1).all() and (inner["randomness"] == 0).all()
+    assert (inner["write_size"] == 65536).all() and (inner["queue_depth"] == 8).all()
+    assert inner["latency_mean_us"].to_numpy() == pytest.approx(4000, rel=1e-6)

@@ -18,9 +18,17 @@ BLK = DATA / "sample.blktrace.0"
 
 @pytest.mark.parametrize(
     ("name", "fmt"),
-    [("sample.blktrace.0", "blktrace"), ("sample.blkparse.txt", "blkparse"), ("tpcc-small.trace", "mqsim"),
-     ("wsrch-small.trace", "mqsim"), ("msr-sample.csv", "msr"), ("spc-sample.csv", "spc"),
-     ("fio-v2.iolog", "fio"), ("fio-v3.iolog", "fio"), ("generic.csv", "csv")],
+    [
+        ("sample.blktrace.0", "blktrace"),
+        ("sample.blkparse.txt", "blkparse"),
+        ("tpcc-small.trace", "mqsim"),
+        ("wsrch-small.trace", "mqsim"),
+        ("msr-sample.csv", "msr"),
+        ("spc-sample.csv", "spc"),
+        ("fio-v2.iolog", "fio"),
+        ("fio-v3.iolog", "fio"),
+        ("generic.csv", "csv"),
+    ],
 )
 def test_auto_detects_each_format(name: str, fmt: str) -> None:
     assert detect_format(DATA / name) == fmt
@@ -44,7 +52,7 @@ def test_blktrace_binary_matches_blkparse_of_the_same_capture() -> None:
 def _records(data: bytes) -> list[tuple[int, int]]:
     recs, pos = [], 0
     while pos < len(data):
-        pdu = int.from_bytes(data[pos + 46:pos + 48], "little")
+        pdu = int.from_bytes(data[pos + 46 : pos + 48], "little")
         recs.append((pos, HEADER + pdu))
         pos += HEADER + pdu
     return recs
@@ -56,7 +64,7 @@ def test_blktrace_big_endian_equals_little_endian(tmp_path: Path) -> None:
     out = bytearray()
     for pos, length in _records(data):
         hdr = np.frombuffer(data, dtype=le, count=1, offset=pos).astype(be)
-        out += hdr.tobytes() + data[pos + HEADER:pos + length]
+        out += hdr.tobytes() + data[pos + HEADER : pos + length]
     path = tmp_path / "be.bin"
     path.write_bytes(bytes(out))
     a, b = open_trace(BLK).read_all(), open_trace(path).read_all()
@@ -68,7 +76,7 @@ def test_blktrace_per_cpu_files_are_merged_by_time(tmp_path: Path) -> None:
     data = BLK.read_bytes()
     parts = [bytearray(), bytearray()]
     for i, (pos, length) in enumerate(_records(data)):
-        parts[(i // 7) % 2] += data[pos:pos + length]  # whole requests alternate between CPUs
+        parts[(i // 7) % 2] += data[pos : pos + length]  # whole requests alternate between CPUs
     for cpu, part in enumerate(parts):
         (tmp_path / f"dev.blktrace.{cpu}").write_bytes(bytes(part))
     trace = open_trace(tmp_path / "dev.blktrace.0")
@@ -89,7 +97,7 @@ def test_blktrace_small_blocks_cross_record_boundaries(tmp_path: Path) -> None:
 def test_truncated_blktrace_names_the_byte_offset(tmp_path: Path) -> None:
     data = BLK.read_bytes()
     path = tmp_path / "cut.bin"
-    path.write_bytes(data[:HEADER * 10 + 20])
+    path.write_bytes(data[: HEADER * 10 + 20])
     with pytest.raises(TraceFormatError, match=r"truncated blktrace record at byte \d+"):
         open_trace(path, "blktrace").read_all()
 
@@ -97,7 +105,7 @@ def test_truncated_blktrace_names_the_byte_offset(tmp_path: Path) -> None:
 def test_corrupt_blktrace_magic_names_the_byte_offset(tmp_path: Path) -> None:
     data = bytearray(BLK.read_bytes())
     pos = _records(bytes(data))[50][0]
-    data[pos:pos + 4] = b"\0\0\0\0"
+    data[pos : pos + 4] = b"\0\0\0\0"
     path = tmp_path / "bad.bin"
     path.write_bytes(bytes(data))
     with pytest.raises(TraceFormatError, match=f"bad magic\\) at byte {pos}"):
@@ -134,8 +142,9 @@ def test_disksim_uses_milliseconds() -> None:
     assert c.size.tolist() == [4096, 4096, 65536, 4096]
 
 
-@pytest.mark.parametrize("cut", ["938513000 4 264719034 16\n", "938513000 4 2647x9034 16 0\n",
-                                 "938513000 4 264719034 16 7\n"])
+@pytest.mark.parametrize(
+    "cut", ["938513000 4 264719034 16\n", "938513000 4 2647x9034 16 0\n", "938513000 4 264719034 16 7\n"]
+)
 def test_mqsim_corrupt_line_is_named(tmp_path: Path, cut: str) -> None:
     lines = (DATA / "tpcc-small.trace").read_text().splitlines(keepends=True)[:30]
     (tmp_path / "t.trace").write_text("".join(lines[:12]) + cut + "".join(lines[12:]))

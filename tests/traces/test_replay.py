@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from modeling.errors import InvalidInput, UnsafeTarget
 from service.cli.main import app
-from tests.traces.helpers import write_generic
+from tests.traces.helpers import sequential_writes, write_generic
 from traces.reader import open_trace
-from traces.replay import replay, write_iolog
+from traces.replay import load_requests, max_outstanding, remap, replay, write_iolog
 
 
 def _trace(tmp_path: Path, n: int = 300, span_s: float = 1.5) -> Path:
@@ -27,23 +27,30 @@ def _trace(tmp_path: Path, n: int = 300, span_s: float = 1.5) -> Path:
 
 
 def test_iolog_is_v3_remapped_and_aligned(tmp_path: Path) -> None:
-    path = _trace(tmp_path)
-    n, span, remapped = write_iolog(open_trace(path), "/x/target", 16 << 20, tmp_path / "log", pad=3)
+    c = remap(load_requests(open_trace(_trace(tmp_path))), 16 << 20)
+    write_iolog(c, "/x/target", tmp_path / "log")
     lines = (tmp_path / "log").read_text().splitlines()
-    assert lines[0] == "fio version 3 iolog" and n == 300 and span == pytest.approx(1.5)
+    assert lines[0] == "fio version 3 iolog" and lines[1] == "0 /x/target add"
     io = [ln.split() for ln in lines[3:-1]]
-    assert len(io) == 303  # the trace plus padding
+    assert len(io) == 300
     off = np.array([int(x[3]) for x in io])
     assert (off % 4096 == 0).all() and (off + 4096 <= 16 << 20).all()
-    ts = np.array([int(x[0]) for x in io[:300]])
+    ts = np.array([int(x[0]) for x in io])
     assert ts[0] == 1000 and ts[-1] == 1000 + 1_500_000 and (np.diff(ts) >= 0).all()
+
+
+def test_max_outstanding_from_latencies(tmp_path: Path) -> None:
+    t, w, off, size, done = sequential_writes(100, 4096, 6, latency_s=0.003)
+    c = load_requests(open_trace(write_generic(tmp_path / "q.csv", t, w, off, size, complete=done)))
+    assert max_outstanding(c) == 6
+    assert max_outstanding(load_requests(open_trace(_trace(tmp_path)))) is None
 
 
 def test_replay_on_temp_file_measures_windows(tmp_path: Path, fio_available: str) -> None:
     path = _trace(tmp_path)
     target = tmp_path / "target.img"
-    result = replay(str(path), str(target), window_s=0.5, size=16 << 20, iodepth=8)
-    assert result.requests == 300
+    result = replay(str(path), str(target), window_s=0.5, size=16 << 20, lanes=4)
+    assert result.requests == 300 and result.lanes == 4
     assert result.windows["replay_requests"].sum() == 300
     assert len(result.windows) in (3, 4)
     # An open-loop replay runs at the trace's rate: 200 IO/s.
@@ -56,8 +63,20 @@ def test_replay_on_temp_file_measures_windows(tmp_path: Path, fio_available: str
 
 def test_replay_cli_speed_and_drift_report(tmp_path: Path, fio_available: str) -> None:
     path = _trace(tmp_path, n=200, span_s=2.0)
-    res = CliRunner().invoke(app, ["trace", "replay", str(path), "--target", str(tmp_path / "t.img"),
-                                   "--speed", "2", "--window", "500ms"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "trace",
+            "replay",
+            str(path),
+            "--target",
+            str(tmp_path / "t.img"),
+            "--speed",
+            "2",
+            "--window",
+            "500ms",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "replayed 200 requests" in res.output and "drift" in res.output
 

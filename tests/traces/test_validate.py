@@ -28,8 +28,9 @@ def _check_errors(windows: list[dict], metric: str) -> None:
 
 
 def test_validate_trace_with_latency_against_itself(trained: DataDir, tmp_path: Path) -> None:
-    report = validate_trace(trained, "synth", DATA / "sample.blktrace.0", window_s=0.1,
-                            plot_path=tmp_path / "v.png")
+    report = validate_trace(
+        trained, "synth", DATA / "sample.blktrace.0", window_s=0.1, plot_path=tmp_path / "v.png"
+    )
     doc = report.to_dict()
     assert len(doc["windows"]) == 4
     for m in METRICS:
@@ -49,10 +50,23 @@ def test_validate_without_latency_gives_predictions_only(trained: DataDir) -> No
 def test_validate_cli_with_replay_target(trained: DataDir, tmp_path: Path, fio_available: str) -> None:
     t, w, off, size, _ = sequential_writes(200, 65536, 1, latency_s=0.01)
     trace = write_generic(tmp_path / "seq.csv", t, w, off, size)
-    res = CliRunner().invoke(app, [
-        "trace", "validate", str(trace), "--device", "synth", "--target", str(tmp_path / "t.img"),
-        "--window", "500ms", "--plot", str(tmp_path / "p.png"), "--json",
-    ])
+    res = CliRunner().invoke(
+        app,
+        [
+            "trace",
+            "validate",
+            str(trace),
+            "--device",
+            "synth",
+            "--target",
+            str(tmp_path / "t.img"),
+            "--window",
+            "500ms",
+            "--plot",
+            str(tmp_path / "p.png"),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["replay"]["requests"] == 200 and doc["summary"]["measured"]
@@ -70,8 +84,9 @@ def test_validate_cli_unknown_device(tmp_path: Path) -> None:
 def test_validate_route(trained: DataDir) -> None:
     client = TestClient(create_app(get_settings()))
     blob = (DATA / "sample.blktrace.0").read_bytes()
-    res = client.post("/v1/devices/synth/validate", files={"file": ("sample.blktrace.0", blob)},
-                      data={"window_s": "0.1"})
+    res = client.post(
+        "/v1/devices/synth/validate", files={"file": ("sample.blktrace.0", blob)}, data={"window_s": "0.1"}
+    )
     assert res.status_code == 200, res.text
     doc = res.json()
     assert len(doc["windows"]) == 4 and doc["summary"]["trace"]["requests"] == 963
@@ -83,3 +98,17 @@ def test_validate_route(trained: DataDir) -> None:
     assert res.status_code == 404
     res = client.post("/v1/devices/synth/validate", files={"file": ("t", blob)}, data={"window_s": "0"})
     assert res.status_code == 422
+
+
+def test_validate_route_trace_without_latency(trained: DataDir) -> None:
+    client = TestClient(create_app(get_settings()))
+    blob = (DATA / "tpcc-small.trace").read_bytes()
+    res = client.post(
+        "/v1/devices/synth/validate", files={"file": ("tpcc.trace", blob)}, data={"window_requests": "1000"}
+    )
+    assert res.status_code == 200, res.text
+    doc = res.json()
+    assert doc["summary"]["errors"] == {} and doc["warnings"]
+    assert [w["requests"] for w in doc["windows"]] == [1000] * 6 + [999]
+    assert all(w["trace_latency_mean_us"] is None and w["pred_latency_mean_us"] > 0 for w in doc["windows"])
+    assert all(w["trace_iops"] > 0 and "iops" not in w for w in doc["windows"])

@@ -23,7 +23,9 @@ from traces.pairing import EventPairer, direction_key
 _HEAD = rb"^[ \t]*\d+,\d+[ \t]+\d+[ \t]+\d+[ \t]+"
 # Every event line: time, action, then (for request events) rwbs, sector and size.
 LINE_RE = re.compile(
-    _HEAD + rb"(\d+\.\d+)[ \t]+\d+[ \t]+([A-Za-z]{1,2})(?:[ \t]+([A-Z]+)(?:[ \t]+(\d+)[ \t]+\+[ \t]+(\d+))?)?[^\n]*$",
+    _HEAD
+    + rb"(\d+\.\d+)[ \t]+\d+[ \t]+([A-Za-z]{1,2})"
+    + rb"(?:[ \t]+([A-Z]+)(?:[ \t]+(\d+)[ \t]+\+[ \t]+(\d+))?)?[^\n]*$",
     re.M,
 )
 HEADER_RE = re.compile(_HEAD + rb"\d+\.\d+[ \t]+\d+[ \t]+\S+")
@@ -49,10 +51,18 @@ def _summary_start(block: bytes) -> int | None:
 def _bad_line(block: bytes, first_line: int, path: Path, why: str) -> TraceFormatError:
     for i, line in enumerate(block.split(b"\n")):
         m = LINE_RE.match(line)
-        if line.strip() and (m is None or (m.group(2) in (b"Q", b"C", b"D") and m.group(3)
-                                            and re.search(rb"[RW]", m.group(3)) and not m.group(4))):
-            return TraceFormatError(f"{path}: line {first_line + i}: {why}: "
-                                    f"{line[:80].decode('utf-8', 'replace')!r}")
+        if line.strip() and (
+            m is None
+            or (
+                m.group(2) in (b"Q", b"C", b"D")
+                and m.group(3)
+                and re.search(rb"[RW]", m.group(3))
+                and not m.group(4)
+            )
+        ):
+            return TraceFormatError(
+                f"{path}: line {first_line + i}: {why}: {line[:80].decode('utf-8', 'replace')!r}"
+            )
     return TraceFormatError(f"{path}: lines {first_line}+: {why}")
 
 
@@ -72,18 +82,24 @@ def _events(path: Path) -> Iterator[tuple[np.ndarray, ...]]:
         if (pending is None or cut is not None) and not block.endswith(b"\n"):
             last = block.rsplit(b"\n", 1)[-1]
             if not re.search(rb"(\]|\) \d+|\] \d+)\s*$", last):
-                raise TraceFormatError(f"{path}: line {first_line + block.count(b'\n')}: "
-                                       "truncated blkparse event line")
+                line_no = first_line + block.count(b"\n")
+                raise TraceFormatError(f"{path}: line {line_no}: truncated blkparse event line")
         if rows:
             arr = np.array(rows)
             action, rwbs, sector = arr[:, 1], arr[:, 2], arr[:, 3]
             req = np.isin(action, (b"Q", b"C", b"D")) & (
-                (np.char.find(rwbs, b"R") >= 0) | (np.char.find(rwbs, b"W") >= 0))
+                (np.char.find(rwbs, b"R") >= 0) | (np.char.find(rwbs, b"W") >= 0)
+            )
             if (req & (sector == b"")).any():
                 raise _bad_line(block, first_line, path, "request event without 'sector + size'")
             arr = arr[req]
-            yield (arr[:, 0].astype(np.float64), arr[:, 1], arr[:, 2],
-                   arr[:, 3].astype(np.int64), arr[:, 4].astype(np.int64))
+            yield (
+                arr[:, 0].astype(np.float64),
+                arr[:, 1],
+                arr[:, 2],
+                arr[:, 3].astype(np.int64),
+                arr[:, 4].astype(np.int64),
+            )
         if cut is not None:
             return
 

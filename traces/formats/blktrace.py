@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -34,11 +35,21 @@ TC_READ, TC_WRITE, TC_NOTIFY, TC_DISCARD = 1 << 16, 2 << 16, 1 << 26, 1 << 29
 def header_dtype(byteorder: str) -> np.dtype:
     """The 48-byte record header as a numpy dtype in the given byte order ('<' or '>')."""
     e = byteorder
-    return np.dtype([
-        ("magic", e + "u4"), ("sequence", e + "u4"), ("time", e + "u8"), ("sector", e + "u8"),
-        ("bytes", e + "u4"), ("action", e + "u4"), ("pid", e + "u4"), ("device", e + "u4"),
-        ("cpu", e + "u4"), ("error", e + "u2"), ("pdu_len", e + "u2"),
-    ])
+    return np.dtype(
+        [
+            ("magic", e + "u4"),
+            ("sequence", e + "u4"),
+            ("time", e + "u8"),
+            ("sector", e + "u8"),
+            ("bytes", e + "u4"),
+            ("action", e + "u4"),
+            ("pid", e + "u4"),
+            ("device", e + "u4"),
+            ("cpu", e + "u4"),
+            ("error", e + "u2"),
+            ("pdu_len", e + "u2"),
+        ]
+    )
 
 
 def detect_byteorder(head: bytes) -> str | None:
@@ -61,7 +72,7 @@ def _record_starts(buf: np.ndarray, byteorder: str, base: int, path: str) -> tup
     # The three magic bytes that do not hold the version.
     # One pass for the rarest-looking byte, then the other two only at its hits.
     a, b, c = (1, 2, 3) if byteorder == "<" else (2, 1, 0)
-    cand = np.flatnonzero(m[:len(m) - HEADER + c + 1][c:] == magic[c]).astype(np.int64)
+    cand = np.flatnonzero(m[: len(m) - HEADER + c + 1][c:] == magic[c]).astype(np.int64)
     cand = cand[(m[cand + a] == magic[a]) & (m[cand + b] == magic[b])]
     if not len(cand) or cand[0] != 0:
         return _walk(m, byteorder, base, path)
@@ -97,12 +108,12 @@ def _walk(m: np.ndarray, byteorder: str, base: int, path: str) -> tuple[np.ndarr
     """Slow path: follow the chain record by record, checking each magic."""
     starts = []
     pos = 0
-    order = "little" if byteorder == "<" else "big"
+    order: Literal["little", "big"] = "little" if byteorder == "<" else "big"
     raw = m.tobytes()
     while pos + HEADER <= len(raw):
-        if int.from_bytes(raw[pos:pos + 4], order) & 0xFFFFFF00 != MAGIC:
+        if int.from_bytes(raw[pos : pos + 4], order) & 0xFFFFFF00 != MAGIC:
             raise TraceFormatError(f"{path}: corrupt blktrace record (bad magic) at byte {base + pos}")
-        pdu = int.from_bytes(raw[pos + 46:pos + 48], order)
+        pdu = int.from_bytes(raw[pos + 46 : pos + 48], order)
         if pos + HEADER + pdu > len(raw):
             break
         starts.append(pos)
@@ -113,71 +124,64 @@ def _walk(m: np.ndarray, byteorder: str, base: int, path: str) -> tuple[np.ndarr
 def read_events(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarray]:
     """Yield header arrays (native byte order) block by block from one per-CPU file."""
     with open(path, "rb") as fh:
-        head = fh.read(4)
-        byteorder = detect_byteorder(head)
+        byteorder = detect_byteorder(fh.read(4))
         if byteorder is None:
             raise TraceFormatError(f"{path}: not a blktrace binary file (bad magic at byte 0)")
         dt = header_dtype(byteorder)
         fh.seek(0)
-        carry = b""
-        base = 0
+        # Room for a block plus the unfinished record carried over (at most 48 + 65535 bytes).
+        buf = bytearray(block_bytes + (1 << 17))
+        view = memoryview(buf)
+        carry = 0  # bytes of an unfinished record kept at the start of buf
+        base = 0  # file offset of buf[0]
         while True:
-            data = fh.read(block_bytes)
-            buf = carry + data
-            if not buf:
+            got = fh.readinto(view[carry : carry + block_bytes])
+            size = carry + got
+            if size == 0:
                 return
-            m = np.frombuffer(buf, dtype=np.uint8)
+            m = np.frombuffer(buf, dtype=np.uint8, count=size)
             starts, end = _record_starts(m, byteorder, base, str(path))
-            if not data:  # end of file: whatever is left is a truncated record
+            if not got:  # end of file: whatever is left is a truncated record
                 raise TraceFormatError(
                     f"{path}: truncated blktrace record at byte {base + end} "
-                    f"({len(buf) - end} of at least {HEADER} bytes)"
+                    f"({size - end} of at least {HEADER} bytes)"
                 )
             if len(starts):
-                if len(starts) * HEADER == end:  # no payloads: a strided view suffices
-                    hdr = np.frombuffer(buf, dtype=dt, count=len(starts))
-                else:
-                    # Drop the payload bytes (few) from the block, keeping the headers.
-                    keep = np.ones(end, dtype=bool)
-                    plen = np.diff(np.append(starts, end)) - HEADER
-                    has = plen > 0
-                    pstart, plen = starts[has] + HEADER, plen[has]
-                    first = np.repeat(np.cumsum(plen) - plen, plen)
-                    keep[np.repeat(pstart, plen) + np.arange(int(plen.sum())) - first] = False
-                    hdr = m[:end][keep].view(dt)
+                # Rows of 48 bytes starting anywhere: gathering the record starts copies
+                # just the headers, skipping payloads.
+                rows = np.lib.stride_tricks.as_strided(m, shape=(size - HEADER + 1, HEADER), strides=(1, 1))
+                hdr = rows[starts].view(dt).ravel()
                 bad = (hdr["magic"] & 0xFFFFFF00) != MAGIC
                 if bad.any():
                     pos = base + int(starts[np.argmax(bad)])
                     raise TraceFormatError(f"{path}: corrupt blktrace record (bad magic) at byte {pos}")
                 yield hdr if dt.isnative else hdr.astype(dt.newbyteorder("="))
-            carry = buf[end:]
+            del m
+            carry = size - end
+            buf[:carry] = buf[end:size]
             base += end
-            if not data or (not carry and len(data) < block_bytes):
-                if not carry:
-                    return
 
 
 def _merge_by_time(streams: list[Iterator[np.ndarray]]) -> Iterator[np.ndarray]:
     """Merge per-CPU event streams (each sorted by time) into one time-ordered stream."""
-    bufs: list[np.ndarray | None] = [None] * len(streams)
+    empty = np.empty(0, dtype=header_dtype("="))
+    bufs: list[np.ndarray] = [empty] * len(streams)
     live = list(range(len(streams)))
     while live:
         for i in list(live):
-            if bufs[i] is None or not len(bufs[i]):
+            if not len(bufs[i]):
                 nxt = next(streams[i], None)
                 if nxt is None:
                     live.remove(i)
-                    bufs[i] = None
                 else:
                     bufs[i] = nxt
-        active = [b for b in bufs if b is not None and len(b)]
-        if not active:
+        if not any(len(b) for b in bufs):
             return
         # Everything up to the earliest "last time" of the live buffers is final.
-        limit = min(int(bufs[i][-1]["time"]) for i in live if bufs[i] is not None and len(bufs[i]))
+        limit = min((int(bufs[i][-1]["time"]) for i in live if len(bufs[i])), default=2**64 - 1)
         out = []
         for i, b in enumerate(bufs):
-            if b is None or not len(b):
+            if not len(b):
                 continue
             k = int(np.searchsorted(b["time"], limit, side="right"))
             out.append(b[:k])
@@ -192,9 +196,8 @@ def cpu_files(path: Path) -> list[Path]:
     if not match:
         return [path]
     rx = re.compile(re.escape(match.group(1)) + r"\.(\d+)$")
-    found = sorted(
-        (p for p in path.parent.iterdir() if rx.match(p.name)), key=lambda p: int(rx.match(p.name).group(1))
-    )
+    numbered = [(m, p) for p in path.parent.iterdir() if (m := rx.match(p.name))]
+    found = [p for m, p in sorted(numbered, key=lambda mp: int(mp[0].group(1)))]
     return found or [path]
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from modeling.errors import TraceFormatError
 from traces.formats.text import iter_blocks
-from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
+from traces.model import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
 
 MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
 SPC_COLUMNS = ("asu", "lba", "size", "opcode", "timestamp")
@@ -33,13 +33,27 @@ SKIPPED_OPS = frozenset({"trim", "discard", "flush", "sync", "t", "d", "f"})
 TICK = 1e-7  # Windows filetime tick, seconds
 
 
-def _frame(block: bytes, names: list[str] | tuple[str, ...], first_line: int, path: Path, what: str,
-           numeric: tuple[str, ...]) -> pd.DataFrame:
+def _frame(
+    block: bytes,
+    names: list[str] | tuple[str, ...],
+    first_line: int,
+    path: Path,
+    what: str,
+    numeric: tuple[str, ...],
+) -> pd.DataFrame:
     """Read a block of CSV rows; any malformed row is an error naming its line."""
     try:
-        df = pd.read_csv(io.BytesIO(block), header=None, names=list(names), dtype=str,
-                         skip_blank_lines=True, skipinitialspace=True, index_col=False,
-                         on_bad_lines="error", engine="c")
+        df = pd.read_csv(
+            io.BytesIO(block),
+            header=None,
+            names=list(names),
+            dtype=str,
+            skip_blank_lines=True,
+            skipinitialspace=True,
+            index_col=False,
+            on_bad_lines="error",
+            engine="c",
+        )
     except (pd.errors.ParserError, ValueError) as exc:
         raise TraceFormatError(f"{path}: lines {first_line}+: not valid {what}: {exc}") from exc
     for col in numeric:
@@ -50,8 +64,9 @@ def _frame(block: bytes, names: list[str] | tuple[str, ...], first_line: int, pa
             text = block.decode("utf-8", "replace").split("\n")
             lines = np.flatnonzero([bool(x.strip()) for x in text])
             line = first_line + (int(lines[i]) if i < len(lines) else i)
-            raise TraceFormatError(f"{path}: line {line}: not valid {what}: bad or missing {col!r} "
-                                   "(truncated or corrupt?)")
+            raise TraceFormatError(
+                f"{path}: line {line}: not valid {what}: bad or missing {col!r} (truncated or corrupt?)"
+            )
         df[col] = values
     return df
 
@@ -64,8 +79,10 @@ def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.
     skip = np.isin(op, list(SKIPPED_OPS))
     bad = ~(is_w | is_r | skip)
     if bad.any():
-        raise TraceFormatError(f"{path}: line {first_line + int(np.argmax(bad))}: unknown operation "
-                               f"{op[int(np.argmax(bad))]!r} in {what}")
+        raise TraceFormatError(
+            f"{path}: line {first_line + int(np.argmax(bad))}: unknown operation "
+            f"{op[int(np.argmax(bad))]!r} in {what}"
+        )
     return is_w | is_r, is_w
 
 
@@ -76,15 +93,24 @@ def _msr(path: Path) -> Iterator[TraceChunk]:
             first_line, block = 2, block.split(b"\n", 1)[1] if b"\n" in block else b""
         if not block.strip():
             continue
-        df = _frame(block, MSR_COLUMNS, first_line, path, "MSR Cambridge CSV",
-                    ("timestamp", "disk", "offset", "size", "response_time"))
+        df = _frame(
+            block,
+            MSR_COLUMNS,
+            first_line,
+            path,
+            "MSR Cambridge CSV",
+            ("timestamp", "disk", "offset", "size", "response_time"),
+        )
         keep, is_w = _ops(df["type"], first_line, path, "MSR Cambridge CSV")
         ts = df["timestamp"].to_numpy(np.float64)
         if t0 is None:
             t0 = float(ts[0])
         yield TraceChunk.build(
-            ((ts - t0) * TICK)[keep], is_w[keep], df["offset"].to_numpy(np.int64)[keep],
-            df["size"].to_numpy(np.int64)[keep], (df["response_time"].to_numpy(np.float64) * TICK)[keep],
+            ((ts - t0) * TICK)[keep],
+            is_w[keep],
+            df["offset"].to_numpy(np.int64)[keep],
+            df["size"].to_numpy(np.int64)[keep],
+            (df["response_time"].to_numpy(np.float64) * TICK)[keep],
         )
 
 
@@ -95,14 +121,17 @@ def _spc(path: Path) -> Iterator[TraceChunk]:
         if raw is None:
             continue
         extra = [f"extra{i}" for i in range(raw.shape[1] - len(SPC_COLUMNS))]
-        df = _frame(block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV",
-                    ("asu", "lba", "size", "timestamp"))
+        df = _frame(
+            block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV", ("asu", "lba", "size", "timestamp")
+        )
         keep, is_w = _ops(df["opcode"], first_line, path, "SPC CSV")
         ts = df["timestamp"].to_numpy(np.float64)
         if t0 is None:
             t0 = float(ts[0])
         yield TraceChunk.build(
-            (ts - t0)[keep], is_w[keep], (df["lba"].to_numpy(np.int64) * SECTOR)[keep],
+            (ts - t0)[keep],
+            is_w[keep],
+            (df["lba"].to_numpy(np.int64) * SECTOR)[keep],
             df["size"].to_numpy(np.int64)[keep],
         )
 
@@ -114,8 +143,10 @@ def generic_header(path: Path) -> list[str]:
     names = [n.strip().lower() for n in header.split(",")]
     missing = [c for c in GENERIC_REQUIRED if c not in names]
     if missing:
-        raise TraceFormatError(f"{path}: line 1: generic CSV header lacks {', '.join(missing)} "
-                               f"(need {','.join(GENERIC_REQUIRED)}[,latency_us|complete_s])")
+        raise TraceFormatError(
+            f"{path}: line 1: generic CSV header lacks {', '.join(missing)} "
+            f"(need {','.join(GENERIC_REQUIRED)}[,latency_us|complete_s])"
+        )
     return names
 
 
@@ -133,8 +164,11 @@ def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
         elif "latency_us" in names:
             lat = pd.to_numeric(df["latency_us"], errors="coerce").to_numpy(np.float64) / 1e6
         yield TraceChunk.build(
-            t[keep], is_w[keep], df["offset"].to_numpy(np.int64)[keep],
-            df["size"].to_numpy(np.int64)[keep], None if lat is None else lat[keep],
+            t[keep],
+            is_w[keep],
+            df["offset"].to_numpy(np.int64)[keep],
+            df["size"].to_numpy(np.int64)[keep],
+            None if lat is None else lat[keep],
         )
 
 
@@ -146,5 +180,7 @@ def read(path: Path, fmt: str) -> Trace:
     if fmt == "spc":
         return Trace(TraceInfo("spc", [str(path)]), _spc(path))
     names = generic_header(path)
-    source = "pairs" if "complete_s" in names else "response_time" if "latency_us" in names else None
+    source: LatencySource = (
+        "pairs" if "complete_s" in names else "response_time" if "latency_us" in names else None
+    )
     return Trace(TraceInfo("csv", [str(path)], latency_source=source), _generic(path, names))

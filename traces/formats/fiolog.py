@@ -45,8 +45,11 @@ def _chunks(path: Path, version: int) -> Iterator[TraceChunk]:
         if len(rows) != len(NONBLANK_RE.findall(block)):
             for i, line in enumerate(block.split(b"\n")):
                 if line.strip() and not rx.match(line):
-                    what = "wait is not allowed in v3" if (version == 3 and b" wait " in line) else \
-                        "not a fio iolog line (truncated or corrupt?)"
+                    what = (
+                        "wait is not allowed in v3"
+                        if (version == 3 and b" wait " in line)
+                        else "not a fio iolog line (truncated or corrupt?)"
+                    )
                     raise TraceFormatError(f"{path}: line {first_line + i}: {what}")
         if version == 3 and any(r[2] == b"wait" for r in rows):
             raise TraceFormatError(f"{path}: the wait action is not allowed in a version 3 iolog")
@@ -68,9 +71,7 @@ def _chunks(path: Path, version: int) -> Iterator[TraceChunk]:
             continue
         if t0 is None:
             t0 = float(t_us[keep][0])
-        yield TraceChunk.build(
-            (t_us[keep] - t0) / 1e6, action[keep] == b"write", num[keep, 0], num[keep, 1]
-        )
+        yield TraceChunk.build((t_us[keep] - t0) / 1e6, action[keep] == b"write", num[keep, 0], num[keep, 1])
 
 
 def read(path: Path) -> Trace:

@@ -32,7 +32,9 @@ def _chunks(path: Path, unit: float, what: str) -> Iterator[TraceChunk]:
         if t0 is None:
             t0 = float(v[0, 0])
         yield TraceChunk.build(
-            (v[:, 0] - t0) * unit, kind == 0.0, v[:, 2].astype(np.int64) * SECTOR,
+            (v[:, 0] - t0) * unit,
+            kind == 0.0,
+            v[:, 2].astype(np.int64) * SECTOR,
             v[:, 3].astype(np.int64) * SECTOR,
         )
 

@@ -14,7 +14,9 @@ from modeling.errors import TraceFormatError
 BLOCK_BYTES = 16 << 20
 
 
-def iter_blocks(path: Path, block_bytes: int = BLOCK_BYTES, skip_lines: int = 0) -> Iterator[tuple[int, bytes]]:
+def iter_blocks(
+    path: Path, block_bytes: int = BLOCK_BYTES, skip_lines: int = 0
+) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line number of the block's first line, block of whole lines)``.
 
     A last line without a newline is yielded too; the caller decides if it is complete.
@@ -52,7 +54,13 @@ def first_bad_line(block: bytes, first_line: int, ok: Callable[[list[str]], bool
 
 
 def numeric_table(
-    block: bytes, first_line: int, ncols: int, *, path: Path, what: str, sep: str = r"\s+",
+    block: bytes,
+    first_line: int,
+    ncols: int,
+    *,
+    path: Path,
+    what: str,
+    sep: str = r"\s+",
     min_cols: int | None = None,
 ) -> np.ndarray:
     """Parse a block of numeric rows into a float64 array of shape (rows, ncols)."""
@@ -69,8 +77,14 @@ def numeric_table(
 
     try:
         df = pd.read_csv(
-            io.BytesIO(block), sep=sep, header=None, names=range(ncols), dtype=np.float64,
-            engine="c", skip_blank_lines=True, comment=None,
+            io.BytesIO(block),
+            sep=sep,
+            header=None,
+            names=range(ncols),
+            dtype=np.float64,
+            engine="c",
+            skip_blank_lines=True,
+            comment=None,
         )
     except (ValueError, pd.errors.ParserError):
         df = None

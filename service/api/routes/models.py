@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from modeling.workload import REGIONS
-from service.api.deps import DeviceDep, RegistryDep, TokenDep, VersionDep
+from service.api.deps import DeviceDep, RegistryDep, StateDep, TokenDep, VersionDep
 from service.api.routes.devices import model_public
 from service.api.schemas import ErrorResponse, ModelVersionPublic, ModelVersionsPublic, WorkloadModelsPublic
 
@@ -58,7 +58,8 @@ def list_models(device: DeviceDep, registry: RegistryDep) -> dict[str, Any]:
         503: {"model": ErrorResponse, "description": "the stored model fails validation"},
     },
 )
-async def activate_model(device: DeviceDep, version: VersionDep, registry: RegistryDep) -> dict[str, Any]:
+async def activate_model(device: DeviceDep, version: VersionDep, state: StateDep) -> dict[str, Any]:
     """Make a stored version the active model (rollback or roll forward); it is loaded and checked first."""
-    mv = await run_in_threadpool(registry.activate, device, version)
+    mv = await run_in_threadpool(state.registry.activate, device, version)
+    state.model_loaded(device, mv.version)
     return model_public(mv)

@@ -93,29 +93,23 @@ async def predict_batch(request: Request, state: StateDep) -> Response:
             [{**err, "loc": ("body", *err["loc"])} for err in exc.errors(include_url=False)]
         ) from None
     max_batch = state.settings.max_batch
-    if len(body.workloads) > max_batch:
+    if body.count > max_batch:
         raise TooLarge(
-            f"{len(body.workloads)} workloads in one batch; the limit is {max_batch}",
+            f"{body.count} workloads in one batch; the limit is {max_batch}",
             details={"max_batch": max_batch},
         )
     content = await run_in_threadpool(_predict_batch, state.registry, body)
-    state.metrics.count_predictions(body.device, len(body.workloads))
+    state.metrics.count_predictions(body.device, body.count)
     return Response(content, media_type="application/json")
 
 
 def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     model = registry.load(validate_name(body.device))
-    rows = body.workloads
-    nan = float("nan")
-    # Column-wise from the validated row dicts: far cheaper than DataFrame.from_records.
-    frame = pd.DataFrame(
-        {f: np.array([r.get(f, nan) for r in rows], dtype=np.float64) for f in WORKLOAD_FIELDS}
-    )
-    out = model.predict_frame(frame, metrics=body.metrics, model=body.model)
+    out = model.predict_frame(_frame(body), metrics=body.metrics, model=body.model)
     result = {
         "device": model.device,
         "model_version": model.version,
-        "count": len(rows),
+        "count": body.count,
         "predictions": {
             m: {
                 "value": out[f"pred_{m}"].to_numpy().tolist(),
@@ -129,6 +123,22 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     }
     # Encoded by pydantic-core directly; the shape is BatchPredictResponse by construction.
     return to_json(result, inf_nan_mode="null")
+
+
+def _frame(body: BatchPredictRequest) -> pd.DataFrame:
+    """The workloads as float columns (NaN where an optional field is left out)."""
+    nan = float("nan")
+    if body.columns is not None:
+        cols = {f: getattr(body.columns, f) for f in WORKLOAD_FIELDS}
+        n = body.count
+        return pd.DataFrame(
+            {f: np.full(n, nan) if c is None else np.array(c, dtype=np.float64) for f, c in cols.items()}
+        )
+    rows = body.workloads or []
+    # Column-wise from the validated row dicts: far cheaper than DataFrame.from_records.
+    return pd.DataFrame(
+        {f: np.array([r.get(f, nan) for r in rows], dtype=np.float64) for f in WORKLOAD_FIELDS}
+    )
 
 
 def _nullable(values: np.ndarray) -> list[float | None]:

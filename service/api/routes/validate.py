@@ -27,12 +27,19 @@ def validate_trace(
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="a block trace in any supported format")],
     format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
-    window_s: Annotated[float | None, Form(gt=0, le=86400)] = 1.0,
+    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
     window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
 ) -> dict[str, Any]:
     """Characterise an uploaded trace per window, predict each window and compare with measured values."""
     data = file.file.read(settings.max_upload_bytes + 1)
     return validate_upload(
-        datadir, device, data, filename=file.filename or "", fmt=format, window_s=window_s,
-        window_requests=window_requests, max_bytes=settings.max_upload_bytes, registry=registry,
+        datadir,
+        device,
+        data,
+        filename=file.filename or "",
+        fmt=format,
+        window_s=window_s,
+        window_requests=window_requests,
+        max_bytes=settings.max_upload_bytes,
+        registry=registry,
     )

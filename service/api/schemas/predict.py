@@ -1,0 +1,249 @@
+"""Schemas of /v1/predict and /v1/predict/batch."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NotRequired
+
+# pydantic needs typing_extensions' TypedDict before Python 3.12.
+from typing_extensions import TypedDict
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator, with_config
+
+from modeling.workload import MAX_REQUEST_SIZE, METRICS, Workload, parse_size
+
+from service.api.schemas.common import MODEL_DESCRIPTION, DeviceName, MetricName, ModelChoice
+
+_WORKLOAD_EXAMPLE: dict[str, Any] = {
+    "write_ratio": 0.3,
+    "queue_depth": 8,
+    "request_size": "16k",
+    "randomness": 1.0,
+}
+
+
+class PredictRequest(BaseModel):
+    """One workload to predict on one device."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {"device": "nvme0", "workload": _WORKLOAD_EXAMPLE},
+                {
+                    "device": "nvme0",
+                    "workload": {**_WORKLOAD_EXAMPLE, "numjobs": 4},
+                    "metrics": ["iops", "latency_p99_us"],
+                    "model": "global",
+                },
+            ]
+        },
+    )
+
+    device: DeviceName
+    workload: Workload
+    metrics: list[MetricName] | None = Field(
+        None, min_length=1, max_length=len(METRICS), description="metrics to predict; default all"
+    )
+    model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
+
+
+class MetricPredictionOut(BaseModel):
+    """One predicted metric."""
+
+    value: float
+    lower: float | None = Field(description="lower bound of the prediction interval")
+    upper: float | None = Field(description="upper bound of the prediction interval")
+    extrapolated: bool = Field(description="the workload lies outside what the model was trained on")
+    model: str = Field(description="the model used: `global` or a region name")
+
+
+class PredictResponse(BaseModel):
+    """Predictions for one workload; every metric comes from the same model version."""
+
+    model_config = ConfigDict(
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {
+                    "device": "nvme0",
+                    "model_version": "v20261122-051700-123456",
+                    "predictions": {
+                        "iops": {
+                            "value": 41250.0,
+                            "lower": 37100.0,
+                            "upper": 45900.0,
+                            "extrapolated": False,
+                            "model": "read-random-small",
+                        },
+                    },
+                }
+            ]
+        },
+    )
+
+    device: str
+    model_version: str
+    predictions: dict[str, MetricPredictionOut]
+
+
+# Batch rows are validated by pydantic-core alone (strict JSON numbers, TypedDict rows, no
+# Python validator unless a size is a string like "16k"): 10,000 rows cost milliseconds,
+# where a list of ``Workload`` models would cost a hundred.
+def _size_string(value: str) -> int:
+    size = parse_size(value)
+    if not (512 <= size <= MAX_REQUEST_SIZE) or size % 512:
+        raise ValueError(f"size must be 512..{MAX_REQUEST_SIZE} bytes and a multiple of 512")
+    return size
+
+
+_SizeInt = Annotated[int, Strict(), Field(ge=512, le=MAX_REQUEST_SIZE, multiple_of=512)]
+_SizeStr = Annotated[str, Field(max_length=32), AfterValidator(_size_string)]
+BatchSize = Annotated[_SizeInt | _SizeStr, Field(union_mode="left_to_right")]
+BatchFraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class BatchWorkload(TypedDict):
+    """A workload row of a batch: the fields of ``Workload`` (numbers as JSON numbers)."""
+
+    write_ratio: BatchFraction
+    queue_depth: Annotated[int, Strict(), Field(ge=1, le=4096)]
+    request_size: BatchSize
+    randomness: BatchFraction
+    numjobs: NotRequired[Annotated[int, Strict(), Field(ge=1, le=1024)]]
+    read_size: NotRequired[BatchSize | None]
+    write_size: NotRequired[BatchSize | None]
+    read_randomness: NotRequired[BatchFraction | None]
+    write_randomness: NotRequired[BatchFraction | None]
+
+
+_MAX_ROWS = 1_000_000  # a hard ceiling; the configured max_batch is checked by the route
+_Queue = Annotated[int, Strict(), Field(ge=1, le=4096)]
+_Jobs = Annotated[int, Strict(), Field(ge=1, le=1024)]
+
+
+class WorkloadColumns(BaseModel):
+    """Workloads column-wise: one list per field, all the same length (the fastest shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    write_ratio: list[BatchFraction] = Field(min_length=1, max_length=_MAX_ROWS)
+    queue_depth: list[_Queue] = Field(min_length=1, max_length=_MAX_ROWS)
+    request_size: list[BatchSize] = Field(min_length=1, max_length=_MAX_ROWS)
+    randomness: list[BatchFraction] = Field(min_length=1, max_length=_MAX_ROWS)
+    numjobs: list[_Jobs] | None = Field(None, max_length=_MAX_ROWS)
+    read_size: list[BatchSize | None] | None = Field(None, max_length=_MAX_ROWS)
+    write_size: list[BatchSize | None] | None = Field(None, max_length=_MAX_ROWS)
+    read_randomness: list[BatchFraction | None] | None = Field(None, max_length=_MAX_ROWS)
+    write_randomness: list[BatchFraction | None] | None = Field(None, max_length=_MAX_ROWS)
+
+    @model_validator(mode="after")
+    def _same_length(self) -> WorkloadColumns:
+        n = len(self.write_ratio)
+        for name in type(self).model_fields:
+            column = getattr(self, name)
+            if column is not None and len(column) != n:
+                raise ValueError(f"column {name} has {len(column)} values, write_ratio has {n}")
+        return self
+
+
+class BatchPredictRequest(BaseModel):
+    """Many workloads on one device (at most the configured ``max_batch``): rows or columns.
+
+    Give ``workloads`` (a list of workload objects) or ``columns`` (one list per field),
+    not both.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {
+                    "device": "nvme0",
+                    "workloads": [
+                        {"write_ratio": 0.0, "queue_depth": 1, "request_size": 4096, "randomness": 1.0},
+                        {
+                            "write_ratio": 1.0,
+                            "queue_depth": 32,
+                            "request_size": "128k",
+                            "randomness": 0.0,
+                            "numjobs": 4,
+                        },
+                    ],
+                    "metrics": ["iops"],
+                },
+                {
+                    "device": "nvme0",
+                    "columns": {
+                        "write_ratio": [0.0, 1.0],
+                        "queue_depth": [1, 32],
+                        "request_size": [4096, 131072],
+                        "randomness": [1.0, 0.0],
+                        "numjobs": [1, 4],
+                    },
+                },
+            ]
+        },
+    )
+
+    device: DeviceName
+    workloads: list[BatchWorkload] | None = Field(None, min_length=1, max_length=_MAX_ROWS)
+    columns: WorkloadColumns | None = None
+    metrics: list[MetricName] | None = Field(None, min_length=1, max_length=len(METRICS))
+    model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _rows_or_columns(self) -> BatchPredictRequest:
+        if (self.workloads is None) == (self.columns is None):
+            raise ValueError("give either workloads (rows) or columns, exactly one of them")
+        return self
+
+    @property
+    def count(self) -> int:
+        """Number of workloads in the batch."""
+        if self.columns is not None:
+            return len(self.columns.write_ratio)
+        return len(self.workloads or ())
+
+
+class MetricColumns(BaseModel):
+    """One metric's predictions for every workload of a batch, in request order."""
+
+    value: list[float]
+    lower: list[float | None]
+    upper: list[float | None]
+    extrapolated: list[bool]
+    model: list[str]
+
+
+class BatchPredictResponse(BaseModel):
+    """Batch predictions, column-wise per metric (compact and fast to encode)."""
+
+    model_config = ConfigDict(
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {
+                    "device": "nvme0",
+                    "model_version": "v20261122-051700-123456",
+                    "count": 2,
+                    "predictions": {
+                        "iops": {
+                            "value": [9800.0, 2100.0],
+                            "lower": [8900.0, 1800.0],
+                            "upper": [10800.0, 2450.0],
+                            "extrapolated": [False, False],
+                            "model": ["read-random-small", "global"],
+                        },
+                    },
+                }
+            ]
+        },
+    )
+
+    device: str
+    model_version: str
+    count: int
+    predictions: dict[str, MetricColumns]
