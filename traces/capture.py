@@ -130,6 +130,9 @@ def capture_blktrace(
     binary = shutil.which("blktrace")
     if binary is None:
         raise CaptureFailed("blktrace is not installed")
+    if not Path("/sys/kernel/debug/block").is_dir():
+        # blktrace talks to the kernel through debugfs; mount it as blktrace's docs say.
+        run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"], capture_output=True, text=True)
     name = Path(device).name
     proc = run(
         [binary, "-d", device, "-w", str(max(1, round(duration_s))), "-D", str(out_dir), "-o", name],

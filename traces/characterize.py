@@ -27,80 +27,20 @@ Windows without requests are skipped; the last window ends at the last arrival.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput, NoData
-from modeling.workload import MAX_REQUEST_SIZE, MIB, WORKLOAD_FIELDS
+from modeling.workload import MIB, WORKLOAD_FIELDS
 from traces.model import TraceChunk, TraceInfo
+from traces.stats import BURST_GAP_S, HIST_EDGES, Totals, group_p99, round_size, seq_flags
 
 WINDOW_COLUMNS = ("window_start_s", "window_end_s", "requests")
 MEASURED = ("iops", "bandwidth_mib_s", "latency_mean_us", "latency_p99_us")
 EXTRA = ("queue_depth_raw", "qd_method")
-BURST_GAP_S = 1e-6
-_HIST_EDGES = np.geomspace(1e-7, 1e4, 2500)  # latency histogram for the summary p99 (~1 % bins)
-
-
-def round_size(size: np.ndarray | float) -> np.ndarray:
-    """Round mean sizes to a multiple of 512 bytes within the workload limits."""
-    s = np.round(np.asarray(size, dtype=np.float64) / 512.0) * 512
-    return np.clip(s, 512, MAX_REQUEST_SIZE).astype(np.int64)
-
-
-def _seq_flags(chunk: TraceChunk, last_end: dict[bool, int | None]) -> np.ndarray:
-    """True where a request starts where the previous one of its direction ended."""
-    seq = np.zeros(len(chunk), dtype=bool)
-    for write in (False, True):
-        idx = np.flatnonzero(chunk.is_write == write)
-        if not len(idx):
-            continue
-        off = chunk.offset[idx]
-        end = off + chunk.size[idx]
-        prev = np.empty(len(idx), dtype=np.int64)
-        prev[1:] = end[:-1]
-        last = last_end[write]
-        prev[0] = -1 if last is None else last
-        seq[idx] = off == prev
-        last_end[write] = int(end[-1])
-    return seq
-
-
-def _group_p99(g: np.ndarray, lat: np.ndarray, ngroups: int) -> np.ndarray:
-    """99th percentile (nearest rank) of ``lat`` per group id; NaN for groups without values."""
-    out = np.full(ngroups, np.nan)
-    ok = ~np.isnan(lat)
-    if not ok.any():
-        return out
-    g, lat = g[ok], lat[ok]
-    order = np.lexsort((lat, g))
-    counts = np.bincount(g, minlength=ngroups)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    has = counts > 0
-    rank = np.ceil(0.99 * counts[has]).astype(np.int64) - 1
-    out[has] = lat[order][starts[has] + rank]
-    return out
-
-
-@dataclass
-class _Acc:
-    """Running whole-trace totals for the summary."""
-
-    n: int = 0
-    writes: int = 0
-    read_bytes: int = 0
-    write_bytes: int = 0
-    nonseq_r: int = 0
-    nonseq_w: int = 0
-    lat_sum: float = 0.0
-    lat_n: int = 0
-    burst_sum: float = 0.0
-    first_t: float | None = None
-    last_t: float = 0.0
-    last_done: float = 0.0
-    hist: np.ndarray = field(default_factory=lambda: np.zeros(len(_HIST_EDGES) + 1, np.int64))
 
 
 class Characterizer:
@@ -127,7 +67,7 @@ class Characterizer:
         self._spill: dict[int, float] = {}
         self._rows: list[pd.DataFrame] = []
         self._prev_arrival: float | None = None
-        self.acc = _Acc()
+        self.acc = Totals()
 
     def feed(self, chunk: TraceChunk) -> None:
         """Add a chunk of requests (sorted by arrival time within the chunk)."""
@@ -135,7 +75,7 @@ class Characterizer:
             return
         if np.any(np.diff(chunk.time_s) < 0):
             chunk = chunk.take(np.argsort(chunk.time_s, kind="stable"))
-        seq = _seq_flags(chunk, self._last_end)
+        seq = seq_flags(chunk, self._last_end)
         if self.window_s is not None:
             wid = np.floor(chunk.time_s / self.window_s).astype(np.int64)
         else:
@@ -169,7 +109,7 @@ class Characterizer:
         ok = ~np.isnan(c.latency_s)
         a.lat_sum += float(c.latency_s[ok].sum())
         a.lat_n += int(ok.sum())
-        a.hist += np.bincount(np.searchsorted(_HIST_EDGES, c.latency_s[ok]), minlength=len(a.hist))
+        a.hist += np.bincount(np.searchsorted(HIST_EDGES, c.latency_s[ok]), minlength=len(a.hist))
         if a.first_t is None:
             a.first_t = float(c.time_s[0])
         a.last_t = float(c.time_s[-1])
@@ -238,7 +178,7 @@ class Characterizer:
                     "iops": n / dur,
                     "bandwidth_mib_s": (rb + wb) / dur / MIB,
                     "latency_mean_us": lat_mean * 1e6,
-                    "latency_p99_us": _group_p99(g, lat, k) * 1e6,
+                    "latency_p99_us": group_p99(g, lat, k) * 1e6,
                     "queue_depth_raw": qd,
                     "qd_method": self.method,
                 }
@@ -323,7 +263,7 @@ class Characterizer:
             qd = (a.lat_sum / a.lat_n) * n / max(busy_span, 1e-9)
             cum = np.cumsum(a.hist)
             p99_bin = int(np.searchsorted(cum, np.ceil(0.99 * cum[-1])))
-            p99 = float(_HIST_EDGES[min(p99_bin, len(_HIST_EDGES) - 1)])
+            p99 = float(HIST_EDGES[min(p99_bin, len(HIST_EDGES) - 1)])
         else:
             qd = a.burst_sum / n
             p99 = float("nan")

@@ -3,7 +3,8 @@
 An arrival matches the first later completion of the same direction at the same offset.
 Arrivals whose completion has not been seen yet are held back (with everything after
 them, to keep arrival order) until it arrives or ``horizon_s`` of trace time has passed;
-then they are emitted with a NaN latency (e.g. requests merged into another one).
+then they are emitted with a NaN latency.  An arrival merged into another request (no
+completion of its own) takes the completion of the request that covers it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,37 @@ def match_completions(
     return lat
 
 
+def match_covering(
+    arr_t: np.ndarray,
+    arr_off: np.ndarray,
+    arr_w: np.ndarray,
+    cmp_t: np.ndarray,
+    cmp_off: np.ndarray,
+    cmp_w: np.ndarray,
+    cmp_size: np.ndarray,
+) -> np.ndarray:
+    """Latency of arrivals merged into a larger request: a later completion covering their offset.
+
+    A bio merged into another request (blktrace M/F events) has no completion of its own;
+    the merged request's completion starts at a lower (back merge) or the same offset and
+    covers it.  Per direction, the completion with the highest start <= the arrival's
+    offset is the candidate; it must cover the offset and come after the arrival.
+    """
+    lat = np.full(len(arr_t), np.nan)
+    for write in (False, True):
+        a = np.flatnonzero(arr_w == write)
+        c = np.flatnonzero(cmp_w == write)
+        if not len(a) or not len(c):
+            continue
+        order = c[np.argsort(cmp_off[c], kind="stable")]
+        pos = np.searchsorted(cmp_off[order], arr_off[a], side="right") - 1
+        ok = pos >= 0
+        a, cand = a[ok], order[pos[ok]]
+        hit = (arr_off[a] < cmp_off[cand] + cmp_size[cand]) & (cmp_t[cand] >= arr_t[a])
+        lat[a[hit]] = cmp_t[cand[hit]] - arr_t[a[hit]]
+    return lat
+
+
 def direction_key(offset: np.ndarray, is_write: np.ndarray) -> np.ndarray:
     """One int64 per (offset, direction) for matching."""
     return offset.astype(np.int64) * 2 + is_write.astype(np.int64)
@@ -75,13 +107,30 @@ class EventPairer:
         self.horizon_s = horizon_s
         self._held = TraceChunk.empty()
 
-    def feed(self, arrivals: TraceChunk, cmp_t: np.ndarray, cmp_key: np.ndarray) -> TraceChunk:
-        """Add a batch (arrivals without latency, completions by time); return settled requests."""
+    def feed(
+        self, arrivals: TraceChunk, cmp_t: np.ndarray, cmp_key: np.ndarray, cmp_size: np.ndarray | None = None
+    ) -> TraceChunk:
+        """Add a batch (arrivals without latency, completions by time); return settled requests.
+
+        With ``cmp_size`` (bytes), arrivals without an exact completion may match a completion
+        covering them (merged requests).
+        """
         pending = TraceChunk.concat([self._held, arrivals])
         todo = np.isnan(pending.latency_s)
         if todo.any() and len(cmp_t):
             sub = pending.take(todo)
             lat = match_completions(sub.time_s, direction_key(sub.offset, sub.is_write), cmp_t, cmp_key)
+            if cmp_size is not None and np.isnan(lat).any():
+                miss = np.flatnonzero(np.isnan(lat))
+                lat[miss] = match_covering(
+                    sub.time_s[miss],
+                    sub.offset[miss],
+                    sub.is_write[miss],
+                    cmp_t,
+                    cmp_key // 2,
+                    (cmp_key % 2).astype(bool),
+                    cmp_size,
+                )
             pending.latency_s[np.flatnonzero(todo)] = lat
         if not len(pending):
             return pending

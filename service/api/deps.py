@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from modeling.registry import ModelRegistry
 from modeling.store import DataDir, validate_name
+from service.api.batcher import PredictionBatcher
 from service.api.jobs import RetrainJobs
 from service.api.metrics import ServiceMetrics
 from service.api.schemas import NAME_PATTERN
@@ -32,6 +33,7 @@ class ServiceState:
         self.datadir = DataDir(settings.home)
         self.registry = ModelRegistry(self.datadir)
         self.metrics = ServiceMetrics()
+        self.batcher = PredictionBatcher()
         self.preload_done = threading.Event()
         self.loaded: dict[str, str] = {}  # device -> active version in the cache (for /readyz)
         self.load_errors: dict[str, str] = {}

@@ -217,3 +217,22 @@ def test_streaming_chunks_match_whole(tmp_path: Path) -> None:
     chunks = list(open_trace(DATA / "wsrch-small.trace", chunk_requests=1000))
     assert len(chunks) >= 20
     assert sum(len(c) for c in chunks) == 24783
+
+
+def test_merged_bios_take_the_completion_of_their_request(tmp_path: Path) -> None:
+    # Two 4 KiB writes back-merged into one 8 KiB request, then one read on its own.
+    text = """\
+  8,0    0        1     0.000000000   100  Q   W 1000 + 8 [fio]
+  8,0    0        2     0.000001000   100  G   W 1000 + 8 [fio]
+  8,0    0        3     0.000010000   100  Q   W 1008 + 8 [fio]
+  8,0    0        4     0.000011000   100  M   W 1008 + 8 [fio]
+  8,0    0        5     0.000020000   100  D   W 1000 + 16 [fio]
+  8,0    0        6     0.000050000   100  Q   R 5000 + 8 [fio]
+  8,0    0        7     0.000060000   100  D   R 5000 + 8 [fio]
+  8,0    0        8     0.000100000     0  C   W 1000 + 16 [0]
+  8,0    0        9     0.000130000     0  C   R 5000 + 8 [0]
+"""
+    (tmp_path / "m.txt").write_text(text)
+    c = open_trace(tmp_path / "m.txt").read_all()
+    assert c.offset.tolist() == [1000 * 512, 1008 * 512, 5000 * 512]
+    assert c.latency_s.tolist() == pytest.approx([100e-6, 90e-6, 80e-6])

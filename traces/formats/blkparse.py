@@ -120,7 +120,7 @@ def _requests(path: Path) -> Iterator[TraceChunk]:
         a = rw & (action == (arrival or b"Q"))
         c = rw & (action == b"C")
         arrivals = TraceChunk.build(t[a] - t0, has_w[a], sector[a] * SECTOR, nsect[a] * SECTOR)
-        out = pairer.feed(arrivals, t[c] - t0, direction_key(sector[c] * SECTOR, has_w[c]))
+        out = pairer.feed(arrivals, t[c] - t0, direction_key(sector[c] * SECTOR, has_w[c]), nsect[c] * SECTOR)
         if len(out):
             yield out
     rest = pairer.finish()

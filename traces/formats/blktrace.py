@@ -228,7 +228,7 @@ def events_to_requests(events: Iterator[np.ndarray]) -> Iterator[TraceChunk]:
         arrivals = TraceChunk.build(time_ns[a] / 1e9, is_w[a], sector[a] * SECTOR, nbytes[a].astype(np.int64))
         t_c = time_ns[c] / 1e9
         key_c = direction_key(sector[c] * SECTOR, is_w[c])
-        out = pairer.feed(arrivals, t_c, key_c)
+        out = pairer.feed(arrivals, t_c, key_c, nbytes[c].astype(np.int64))
         if len(out):
             yield out
     rest = pairer.finish()
