@@ -39,6 +39,8 @@ MIN_REGION_ROWS = 16
 """Fewest points a region needs for its own model."""
 INTERVAL_LEVEL = 0.9
 PHYSICS_TOLERANCE = 1.05
+REGION_MARGIN = 0.9
+"""`auto` uses a region model only when its CV error is below this fraction of the global one."""
 """A physics derivation is kept unless a direct model has a CV error this many times lower."""
 """Nominal coverage of the prediction intervals."""
 
@@ -157,7 +159,8 @@ def fit_device_model(
             rsel = select(w[mask], y[mask], rsplits, cands, per_call)
             region_sel[(metric, region)] = rsel
             global_mre = _mre(sel.oof[mask], y[mask])
-            use = rsel.mre < global_mre
+            # a region model must clearly beat the global one: with few points the CV choice is noisy
+            use = rsel.mre < global_mre * REGION_MARGIN
             if use:
                 auto.add(region)
             scopes[region] = _scope(region, rsel, w[mask], y[mask])

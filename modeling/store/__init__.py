@@ -7,6 +7,7 @@ Layout under ``SSDPREDICT_HOME`` (default ``~/.local/share/ssdpredict``)::
                                  one file per finished sweep or ingest, all its rows
     models/<device>/<version>/   one folder per model version (safe formats only)
     scratch/                     scratch files that `make run` sweeps
+    jobs/<id>.json               state of the service's background retrain jobs
 
 Every write is atomic.  A sweep's points go into the catalog one SQLite transaction each
 (``UNIQUE(sweep_id, seq, repeat)`` makes a retried point a no-op), so an interrupted sweep

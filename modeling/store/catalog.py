@@ -12,8 +12,6 @@ import sqlite3
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,17 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write
+from modeling.store.model_versions import ModelVersionTable
+from modeling.store.records import (
+    Device,
+    ModelVersion,
+    Sweep,
+    device_from_row,
+    sweep_from_row,
+    utcnow,
+)
+
+__all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS devices (
@@ -67,54 +76,7 @@ CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
 """
 
 
-def utcnow() -> str:
-    """Current UTC time as an ISO 8601 string."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class Device:
-    """A device in the catalog."""
-
-    id: int
-    name: str
-    device_class: str
-    metadata: dict[str, Any]
-    created_at: str
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """A sweep (or ingest) of a device: a set of measured points."""
-
-    id: int
-    device_id: int
-    source: str
-    plan_key: str | None
-    plan: dict[str, Any]
-    target: str | None
-    n_planned: int
-    status: str
-    info: dict[str, Any]
-    parquet: str | None
-    created_at: str
-    finished_at: str | None
-    n_points: int = 0
-
-
-@dataclass(frozen=True)
-class ModelVersion:
-    """A stored model version of a device (all metrics trained together)."""
-
-    version: str
-    device: str
-    active: bool
-    path: str
-    manifest: dict[str, Any] = field(default_factory=dict)
-    created_at: str = ""
-
-
-class Catalog:
+class Catalog(ModelVersionTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
     def __init__(self, path: Path, measurements_dir: Path) -> None:
@@ -170,7 +132,7 @@ class Catalog:
                     (json.dumps(merged, sort_keys=True), device_class, row["id"]),
                 )
             row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()
-        return _device(row)
+        return device_from_row(row)
 
     def get_device(self, name: str) -> Device:
         """The device called ``name``; raises ``UnknownDevice``."""
@@ -178,13 +140,13 @@ class Catalog:
             row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()
         if row is None:
             raise UnknownDevice(name)
-        return _device(row)
+        return device_from_row(row)
 
     def list_devices(self) -> list[Device]:
         """All devices, by name."""
         with self.connect() as conn:
             rows = conn.execute("SELECT * FROM devices ORDER BY name").fetchall()
-        return [_device(r) for r in rows]
+        return [device_from_row(r) for r in rows]
 
     # -- sweeps and points ---------------------------------------------------------------
 
@@ -252,7 +214,7 @@ class Catalog:
             ).fetchone()
         if row is None:
             raise NotFound(f"no sweep with id {sweep_id}")
-        return _sweep(row)
+        return sweep_from_row(row)
 
     def list_sweeps(self, device: str) -> list[Sweep]:
         """All sweeps of a device, oldest first."""
@@ -263,7 +225,7 @@ class Catalog:
                 " FROM sweeps s WHERE s.device_id = ? ORDER BY s.id",
                 (dev.id,),
             ).fetchall()
-        return [_sweep(r) for r in rows]
+        return [sweep_from_row(r) for r in rows]
 
     def add_point(
         self,
@@ -388,106 +350,7 @@ class Catalog:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
-    # -- model versions ------------------------------------------------------------------
-
-    def add_model_version(
-        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
-    ) -> ModelVersion:
-        """Record a stored model version; with ``activate`` it becomes the active one atomically."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            conn.execute(
-                "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
-                " VALUES (?, ?, 0, ?, ?, ?)",
-                (version, dev.id, path, json.dumps(manifest, sort_keys=True), utcnow()),
-            )
-            if activate:
-                conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
-                conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
-        return self.get_model_version(device, version)
-
-    def activate_model(self, device: str, version: str) -> ModelVersion:
-        """Make ``version`` the device's active model (rollback or roll forward)."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT version FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"device {device!r} has no model version {version!r}")
-            conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
-            conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
-        return self.get_model_version(device, version)
-
-    def get_model_version(self, device: str, version: str) -> ModelVersion:
-        """One model version of a device; raises ``NotFound``."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
-            ).fetchone()
-        if row is None:
-            raise NotFound(f"device {device!r} has no model version {version!r}")
-        return _model(row, dev.name)
-
-    def active_model_version(self, device: str) -> ModelVersion | None:
-        """The device's active model version, or ``None`` if it has none."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND active = 1", (dev.id,)
-            ).fetchone()
-        return None if row is None else _model(row, dev.name)
-
-    def list_model_versions(self, device: str) -> list[ModelVersion]:
-        """All model versions of a device, oldest first."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            rows = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? ORDER BY created_at, version", (dev.id,)
-            ).fetchall()
-        return [_model(r, dev.name) for r in rows]
-
     def _device_name(self, device_id: int) -> str:
         with self.connect() as conn:
             row = conn.execute("SELECT name FROM devices WHERE id = ?", (device_id,)).fetchone()
         return str(row["name"])
-
-
-def _device(row: sqlite3.Row) -> Device:
-    return Device(
-        id=row["id"],
-        name=row["name"],
-        device_class=row["class"],
-        metadata=json.loads(row["metadata"]),
-        created_at=row["created_at"],
-    )
-
-
-def _sweep(row: sqlite3.Row) -> Sweep:
-    return Sweep(
-        id=row["id"],
-        device_id=row["device_id"],
-        source=row["source"],
-        plan_key=row["plan_key"],
-        plan=json.loads(row["plan"]),
-        target=row["target"],
-        n_planned=row["n_planned"],
-        status=row["status"],
-        info=json.loads(row["info"]),
-        parquet=row["parquet"],
-        created_at=row["created_at"],
-        finished_at=row["finished_at"],
-        n_points=row["n_points"] if "n_points" in row.keys() else 0,
-    )
-
-
-def _model(row: sqlite3.Row, device: str) -> ModelVersion:
-    return ModelVersion(
-        version=row["version"],
-        device=device,
-        active=bool(row["active"]),
-        path=row["path"],
-        manifest=json.loads(row["manifest"]),
-        created_at=row["created_at"],
-    )
