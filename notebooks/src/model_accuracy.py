@@ -18,25 +18,21 @@
 
 # %%
 import os
-import tempfile
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import display
+from nbdata import open_device
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_predict
 
-import modeling
-from collectors.ingest import ingest_paths
 from modeling.device_model import derive_metric, region_codes
 from modeling.evaluate import evaluate_device
 from modeling.features import compute_features, outstanding_io
 from modeling.fit import INTERVAL_LEVEL, training_rows
 from modeling.registry import ModelRegistry
 from modeling.selection import cv_folds, relative_errors, workload_groups
-from modeling.store import DataDir
 from modeling.train import train_device
 from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES
 
@@ -44,21 +40,7 @@ FOLDS = int(os.environ.get("SSDPREDICT_NB_FOLDS", "5"))
 TIME_BUDGET_S = float(os.environ.get("SSDPREDICT_NB_TIME_BUDGET_S", "60"))
 
 # %%
-REPO = Path(modeling.__file__).resolve().parent.parent
-FIO_DIR = Path(
-    os.environ.get("SSDPREDICT_NB_FIO_DIR")
-    or REPO.parent / "shared" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
-)
-DEVICE = os.environ.get("SSDPREDICT_DEVICE")
-if DEVICE:
-    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or "~/.local/share/ssdpredict")
-    datadir.catalog.get_device(DEVICE)  # raises UnknownDevice if the name is wrong
-else:
-    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or tempfile.mkdtemp(prefix="ssdpredict-nb-"))
-    DEVICE = FIO_DIR.name
-    # Importing the same files again reuses the earlier sweep, so re-running is harmless.
-    sweep = ingest_paths(datadir, DEVICE, [FIO_DIR])
-    print(f"imported {sweep.n_points} fio results from {FIO_DIR} as sweep {sweep.id}")
+datadir, DEVICE = open_device()
 
 measurements = datadir.catalog.measurements(DEVICE)
 print(f"device {DEVICE}: {len(measurements)} measured points in {datadir.root}")

@@ -15,38 +15,19 @@
 # `SSDPREDICT_NB_FIO_DIR` picks another folder of fio JSON results for the default import.
 
 # %%
-import os
-import tempfile
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import display
+from nbdata import open_device
 
-import modeling
-from collectors.ingest import ingest_paths
 from collectors.quality import repeat_cv
 from modeling.evaluate import noise_floor
-from modeling.store import DataDir
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size
 
 # %%
-REPO = Path(modeling.__file__).resolve().parent.parent
-FIO_DIR = Path(
-    os.environ.get("SSDPREDICT_NB_FIO_DIR")
-    or REPO.parent / "shared" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
-)
-DEVICE = os.environ.get("SSDPREDICT_DEVICE")
-if DEVICE:
-    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or "~/.local/share/ssdpredict")
-    datadir.catalog.get_device(DEVICE)  # raises UnknownDevice if the name is wrong
-else:
-    datadir = DataDir(os.environ.get("SSDPREDICT_HOME") or tempfile.mkdtemp(prefix="ssdpredict-nb-"))
-    DEVICE = FIO_DIR.name
-    # Importing the same files again reuses the earlier sweep, so re-running is harmless.
-    sweep = ingest_paths(datadir, DEVICE, [FIO_DIR])
-    print(f"imported {sweep.n_points} fio results from {FIO_DIR} as sweep {sweep.id}")
+datadir, DEVICE = open_device()
 
 measurements = datadir.catalog.measurements(DEVICE)
 print(f"device {DEVICE}: {len(measurements)} measured points in {datadir.root}")
