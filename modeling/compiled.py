@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from modeling.estimators import _TreeRegressorBase, inverse_target
+from modeling.estimator_base import RegressorBase, inverse_target
 
 MAX_CELLS = 1 << 16
 
@@ -31,7 +31,7 @@ class CompiledEstimator:
 
     def __init__(
         self,
-        est: _TreeRegressorBase,
+        est: RegressorBase,
         thresholds: list[np.ndarray],
         side: Literal["left", "right"],
         table: np.ndarray,
@@ -95,11 +95,17 @@ def _representatives(th: np.ndarray, side: Literal["left", "right"]) -> np.ndarr
 
 
 def compile_estimator(
-    est: _TreeRegressorBase, *, check_rows: np.ndarray | None = None
+    est: RegressorBase, *, check_rows: np.ndarray | None = None
 ) -> CompiledEstimator | None:
     """A lookup table equivalent to ``est``, or ``None`` when its grid is too large."""
     d = int(est.n_features_in_)
     side: Literal["left", "right"]
+    if hasattr(est, "parts_"):
+        # a composite: tabulate its tree parts; the composite itself keeps predicting
+        est.runners_ = {key: compile_estimator(part) or part for key, part in est.parts_.items()}
+        return None
+    if not hasattr(est, "booster_") and not hasattr(est, "trees_"):
+        return None  # not piecewise constant (a Gaussian process): nothing to tabulate
     if hasattr(est, "booster_"):
         thresholds, side = _xgboost_thresholds(est.booster_, d), "right"
     else:
@@ -114,7 +120,7 @@ def compile_estimator(
         mesh = np.meshgrid(*reps, indexing="ij")
         for col, m in zip(used, mesh, strict=True):
             grid[:, col] = m.ravel()
-    table = np.asarray(est._predict_trees(np.ascontiguousarray(grid)), dtype=np.float64)
+    table = np.asarray(est._predict_core(np.ascontiguousarray(grid)), dtype=np.float64)
     compiled = CompiledEstimator(est, thresholds, side, table)
     sample = np.vstack([grid[:2000], _probe_rows(thresholds, d)])
     if check_rows is not None:

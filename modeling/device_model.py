@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
-from modeling.estimators import _TreeRegressorBase
+from modeling.estimator_base import RegressorBase
 from modeling.features import FEATURE_SETS, compute_features, fill_defaults, mean_request_size, outstanding_io
 from modeling.workload import MAX_REQUEST_SIZE, METRICS, MIB, REGION_NAMES, WORKLOAD_FIELDS, Workload
 
@@ -45,14 +45,15 @@ class ScopeModel:
     """The model of one metric on one scope (``global`` or a region)."""
 
     scope: str
-    # (feature set, fitted estimator) pairs; their predictions are averaged on the log
-    # scale.  Empty when the metric is derived from IOPS.
-    members: list[tuple[str, _TreeRegressorBase]]
+    # (feature set, fitted estimator) pairs; their predictions are blended on the log
+    # scale with ``weights`` (equal when None).  Empty when the metric is derived from IOPS.
+    members: list[tuple[str, RegressorBase]]
     q: float  # conformal half-width on the log scale; NaN when not calibrated
     lo: np.ndarray  # per workload field: smallest value trained on
     hi: np.ndarray
     cv: dict[str, Any] = field(default_factory=dict)
     scale: float = 1.0  # multiplier that minimised the out-of-fold relative error
+    weights: list[float] | None = None
 
     runners: list[tuple[str, Any]] = field(default_factory=list, repr=False)
 
@@ -63,7 +64,7 @@ class ScopeModel:
         self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
 
     @property
-    def estimator(self) -> _TreeRegressorBase | None:
+    def estimator(self) -> RegressorBase | None:
         """The first (usually only) estimator, if any."""
         return self.members[0][1] if self.members else None
 
@@ -73,8 +74,11 @@ class ScopeModel:
         if len(runners) == 1:
             fs, est = runners[0]
             return est.predict_fast(features[fs]) * self.scale
-        logs = [np.log(np.maximum(est.predict_fast(features[fs]), 1e-12)) for fs, est in runners]
-        return np.exp(np.mean(logs, axis=0)) * self.scale
+        weights = self.weights or [1.0 / len(runners)] * len(runners)
+        total = np.zeros(len(next(iter(features.values()))))
+        for (fs, est), weight in zip(runners, weights, strict=True):
+            total += weight * np.log(np.maximum(est.predict_fast(features[fs]), 1e-12))
+        return np.exp(total) * self.scale
 
 
 @dataclass

@@ -63,11 +63,8 @@ def encode_model(model: DeviceModel) -> tuple[dict[str, Any], dict[str, bytes]]:
         for scope, sm in spec.scopes.items():
             members = []
             for i, (feature_set, est) in enumerate(sm.members):
-                est_spec, blob = export_estimator(est)
-                if blob is not None:
-                    name = f"xgb-{metric}-{scope}-{i}.ubj"
-                    blobs[name] = blob
-                    est_spec["file"] = name
+                est_spec, est_blobs = export_estimator(est, f"xgb-{metric}-{scope}-{i}")
+                blobs.update(est_blobs)
                 members.append({"feature_set": feature_set, "estimator": est_spec})
             scopes[scope] = {
                 "members": members,
@@ -76,6 +73,7 @@ def encode_model(model: DeviceModel) -> tuple[dict[str, Any], dict[str, bytes]]:
                 "lo": sm.lo.tolist(),
                 "hi": sm.hi.tolist(),
                 "cv": sm.cv,
+                "weights": sm.weights,
             }
         metrics[metric] = {"mode": spec.mode, "auto_regions": sorted(spec.auto_regions), "scopes": scopes}
     return {"metrics": metrics, "data_regions": sorted(model.data_regions)}, blobs
@@ -98,9 +96,7 @@ def decode_model(
                 for member in s["members"]:
                     if member["feature_set"] not in FEATURE_SETS:
                         raise CorruptModel(f"unknown feature set in model file: {member['feature_set']!r}")
-                    est_spec = member["estimator"]
-                    blob = blobs.get(est_spec["file"]) if "file" in est_spec else None
-                    members.append((member["feature_set"], import_estimator(est_spec, blob)))
+                    members.append((member["feature_set"], import_estimator(member["estimator"], blobs)))
                 if m["mode"] != "derived" and not members:
                     raise CorruptModel(f"direct model of {metric} without an estimator")
                 scale = float(s["scale"])
@@ -111,7 +107,8 @@ def decode_model(
                 if lo.shape != (len(WORKLOAD_FIELDS),) or hi.shape != lo.shape:
                     raise CorruptModel("bad trained ranges in model file")
                 q = float("nan") if s["q"] is None else float(s["q"])
-                scopes[scope] = ScopeModel(scope, members, q, lo, hi, dict(s["cv"]), scale)
+                weights = _blend_weights(s.get("weights"), len(members))
+                scopes[scope] = ScopeModel(scope, members, q, lo, hi, dict(s["cv"]), scale, weights)
             auto = frozenset(m["auto_regions"])
             if "global" not in scopes or not auto <= set(scopes):
                 raise CorruptModel(f"model file lacks the global model of {metric}")
@@ -128,6 +125,18 @@ def decode_model(
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptModel(f"model file does not match the schema: {exc!r}") from exc
     return DeviceModel(device, version, specs, regions, manifest)
+
+
+def _blend_weights(raw: Any, n: int) -> list[float] | None:
+    """Validated blend weights of ``n`` members (None: equal weights)."""
+    if raw is None:
+        return None
+    weights = [float(x) for x in raw]
+    if len(weights) != n or not all(np.isfinite(x) and x > 0 for x in weights):
+        raise CorruptModel("bad blend weights in model file")
+    if abs(sum(weights) - 1.0) > 1e-6:
+        raise CorruptModel("blend weights in model file do not sum to 1")
+    return weights
 
 
 def save_model(

@@ -4,12 +4,14 @@ scikit-learn trees are exported as their node arrays in JSON (children, split fe
 threshold, leaf value) and rebuilt as ``sklearn.tree._tree.Tree`` objects after the
 arrays are checked (indices in range, children after parents so there are no cycles,
 finite values).  XGBoost boosters are stored with XGBoost's own ``save_raw("ubj")`` and
-loaded with ``load_model``.  Anything that does not fit the schema raises
-``CorruptModel``.
+loaded with ``load_model``.  A Gaussian process is its arrays (training inputs, dual
+coefficients, length scales), checked for shape and finiteness.  Anything that does not
+fit the schema raises ``CorruptModel``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,8 @@ import xgboost as xgb
 from sklearn.tree._tree import Tree
 
 from modeling.errors import CorruptModel
-from modeling.estimators import ESTIMATORS, _TreeRegressorBase, make_estimator
+from modeling.estimator_base import RegressorBase
+from modeling.estimators import ESTIMATORS, make_estimator
 
 _NODE_DTYPE: np.dtype[Any] | None = None
 
@@ -82,8 +85,12 @@ def import_tree(data: Any, n_features: int) -> Any:
     return tree
 
 
-def export_estimator(est: _TreeRegressorBase) -> tuple[dict[str, Any], bytes | None]:
-    """JSON-ready description of a fitted estimator, plus an XGBoost UBJ blob if any."""
+def export_estimator(est: RegressorBase, name: str = "model") -> tuple[dict[str, Any], dict[str, bytes]]:
+    """JSON-ready description of a fitted estimator, plus its binary files by name.
+
+    ``name`` prefixes the files (XGBoost boosters, ``<name>.ubj``); a composite model
+    exports its parts under ``<name>-<part>``.
+    """
     spec: dict[str, Any] = {
         "kind": est.kind,
         "params": est.get_params(),
@@ -93,15 +100,28 @@ def export_estimator(est: _TreeRegressorBase) -> tuple[dict[str, Any], bytes | N
         "coef": np.asarray(est.coef_, dtype=float).tolist(),
         "intercept": float(est.intercept_),
     }
-    blob = None
+    blobs: dict[str, bytes] = {}
     if hasattr(est, "booster_"):
-        blob = bytes(est.booster_.save_raw("ubj"))
+        spec["file"] = f"{name}.ubj"
+        blobs[spec["file"]] = bytes(est.booster_.save_raw("ubj"))
+    elif hasattr(est, "gp_alpha_"):
+        spec["gp"] = _export_gp(est)
+    elif hasattr(est, "parts_"):
+        spec["parts"] = {}
+        for key, part in est.parts_.items():
+            spec["parts"][key], part_blobs = export_estimator(part, f"{name}-{key}")
+            blobs.update(part_blobs)
+        spec["shift"] = np.asarray(est.shift_, dtype=float).tolist()
+        spec["load_range"] = np.asarray(est.load_range_, dtype=float).tolist()
     else:
         spec["trees"] = [export_tree(t) for t in est.trees_]
-    return spec, blob
+    return spec, blobs
 
 
-def import_estimator(spec: Any, blob: bytes | None) -> _TreeRegressorBase:
+_PARTS = {"load_gated": {"direct": "xgboost", "per_load": "xgboost", "gate": "gp"}}
+
+
+def import_estimator(spec: Any, blobs: Mapping[str, bytes]) -> RegressorBase:
     """Rebuild a fitted estimator from :func:`export_estimator` output."""
     try:
         kind = spec["kind"]
@@ -119,6 +139,7 @@ def import_estimator(spec: Any, blob: bytes | None) -> _TreeRegressorBase:
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptModel(f"bad estimator description: {exc}") from exc
     if kind == "xgboost":
+        blob = blobs.get(spec.get("file", ""))
         if blob is None:
             raise CorruptModel("XGBoost model file missing")
         booster = xgb.Booster()
@@ -130,12 +151,82 @@ def import_estimator(spec: Any, blob: bytes | None) -> _TreeRegressorBase:
             raise CorruptModel("XGBoost model has the wrong number of features")
         booster.set_param({"nthread": 1})
         est.booster_ = booster
+    elif kind == "gp":
+        _import_gp(est, spec.get("gp"), d)
+    elif kind in _PARTS:
+        _import_parts(est, spec, blobs, d)
     else:
         trees = spec.get("trees")
         if not isinstance(trees, list) or not trees:
             raise CorruptModel("tree model without trees")
         est.trees_ = [import_tree(t, d) for t in trees]
+    est.prepare()
     return est
+
+
+def _import_parts(est: Any, spec: Any, blobs: Mapping[str, bytes], d: int) -> None:
+    """Set a composite model's parts, each of the kind and width it must have."""
+    expected = _PARTS[est.kind]
+    parts = spec.get("parts")
+    if not isinstance(parts, dict) or set(parts) != set(expected):
+        raise CorruptModel(f"{est.kind} model needs the parts {sorted(expected)}")
+    est.parts_ = {}
+    for key, kind in expected.items():
+        part = import_estimator(parts[key], blobs)
+        if part.kind != kind or int(part.n_features_in_) != d:
+            raise CorruptModel(f"{est.kind} model: part {key!r} is not a {kind} model on {d} features")
+        est.parts_[key] = part
+    est.shift_ = _vector(spec.get("shift"), d)
+    est.load_range_ = _vector(spec.get("load_range"), 2)
+    if est.load_range_[0] > est.load_range_[1]:
+        raise CorruptModel(f"{est.kind} model: empty load range")
+    try:
+        est._load_shift(d)
+    except ValueError as exc:
+        raise CorruptModel(f"{est.kind} model: {exc}") from exc
+
+
+def _export_gp(est: Any) -> dict[str, Any]:
+    return {
+        "features": [int(i) for i in est.gp_features_],
+        "mean": est.gp_mean_.tolist(),
+        "scale": est.gp_scale_.tolist(),
+        "length": est.gp_length_.tolist(),
+        "X": est.gp_X_.tolist(),
+        "alpha": est.gp_alpha_.tolist(),
+        "amplitude": float(est.gp_amplitude_),
+        "offset": float(est.gp_offset_),
+    }
+
+
+def _import_gp(est: Any, data: Any, n_features: int) -> None:
+    """Set a Gaussian process's learned arrays from :func:`_export_gp` output, validated."""
+    try:
+        features = np.asarray(data["features"], dtype=np.int64)
+        k = len(features)
+        mean, scale, length = (_vector(data[key], k) for key in ("mean", "scale", "length"))
+        alpha = np.asarray(data["alpha"], dtype=np.float64)
+        X = np.asarray(data["X"], dtype=np.float64).reshape(len(alpha), k)
+        amplitude, offset = float(data["amplitude"]), float(data["offset"])
+    except CorruptModel:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptModel(f"bad Gaussian process export: {exc}") from exc
+    ok = (
+        features.ndim == 1
+        and np.all((features >= 0) & (features < n_features))
+        and np.all(np.diff(features) > 0)
+        and np.all(scale > 0)
+        and np.all(length > 0)
+        and alpha.ndim == 1
+        and all(np.all(np.isfinite(a)) for a in (X, alpha))
+        and np.isfinite(amplitude)
+        and np.isfinite(offset)
+    )
+    if not ok:
+        raise CorruptModel("bad Gaussian process export: values out of range")
+    est.gp_features_, est.gp_mean_, est.gp_scale_, est.gp_length_ = features, mean, scale, length
+    est.gp_X_, est.gp_alpha_, est.gp_amplitude_, est.gp_offset_ = X, alpha, amplitude, offset
 
 
 def _vector(values: Any, n: int) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from modeling.errors import CorruptModel, NoModel, NotFound, UnknownDevice
+from modeling.estimators import ESTIMATORS
 from modeling.fit import fit_device_model
 from modeling.registry import ModelRegistry, save_model
 from modeling.store import DataDir
@@ -99,14 +100,16 @@ def test_rewritten_manifest_is_refused(datadir, trained):
         ModelRegistry(datadir).load("synth")
 
 
-def _forge(datadir: DataDir, version: str, content: bytes) -> None:
-    """Put a foreign models.json in place with a consistent manifest and catalog entry."""
+def _forge(datadir: DataDir, version: str, content: bytes, *, keep_other_files: bool = False) -> None:
+    """Put a foreign models.json in place, re-signed in the manifest and the catalog entry."""
     import hashlib
 
     folder = _folder(datadir, "synth", version)
     (folder / "models.json").write_bytes(content)
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"] = {"models.json": hashlib.sha256(content).hexdigest()}
+    digest = hashlib.sha256(content).hexdigest()
+    others = manifest["files"] if keep_other_files else {}
+    manifest["files"] = {**others, "models.json": digest}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with datadir.catalog.connect() as conn:
         conn.execute("UPDATE models SET manifest = ? WHERE version = ?", (json.dumps(manifest), version))
@@ -162,7 +165,7 @@ def test_manifest_records_provenance(datadir, trained):
     assert man["device"] == "synth" and man["version"] == trained
     assert set(man["metrics"]) == {"latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"}
     g = man["metrics"]["iops"]["global"]
-    assert g["estimator"] in ("xgboost", "cart", "extra_trees") and isinstance(g["params"], dict)
+    assert g["estimator"] in ESTIMATORS and isinstance(g["params"], dict)
     assert len(man["data"]["sha256"]) == 64 and man["data"]["sweep_ids"] == [1]
     assert man["data"]["fio_versions"] == ["fio-3.33"]
     assert all(0 <= v < 1 for v in man["cv_mre"].values())
@@ -182,3 +185,67 @@ def test_concurrent_loads_share_one_model(datadir, trained):
         values = list(pool.map(lambda m: m.predict_one(wl).predictions["iops"].value, models))
     assert all(m is models[0] for m in models)
     assert len(set(values)) == 1
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        ("extended", "gp", {"nu": 1.5, "n_restarts": 0}),
+        ("extended", "load_gated", {"n_col": 5, "qd_col": 1, "nj_col": 4, "n_estimators": 30}),
+        ("basic", "load_gated", {"n_col": 1, "qd_col": 1, "nj_col": -1, "n_estimators": 30}),
+        ("extended", "extra_trees", {"n_estimators": 8, "min_samples_leaf": 3, "loss": "relative"}),
+    ],
+    ids=lambda c: f"{c[1]}[{c[0]}]",
+)
+def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
+    """Gaussian processes and composite models come back from JSON/UBJ predicting the same."""
+    from modeling.selection import _c
+
+    fs, kind, params = candidate
+    model, _ = fit_device_model(
+        synthetic_rows(),
+        device="synth",
+        version="v1",
+        folds=3,
+        candidates=[_c(fs, kind, **params)],
+        regions=False,
+    )
+    save_model(datadir, model, {"note": "test"}, activate=True)
+    assert all(f.suffix in (".json", ".ubj") for f in _folder(datadir, "synth", "v1").iterdir())
+    loaded = ModelRegistry(datadir).load("synth")
+    assert loaded.specs["iops"].scopes["global"].estimator.kind == kind
+    queries = synthetic_rows(noise=0.0, seed=9).drop(columns=["iops"])
+    after, before = loaded.predict_frame(queries), model.predict_frame(queries)
+    numeric = before.select_dtypes("number").columns
+    # the same arrays, but BLAS may sum a reloaded (differently aligned) matrix in another order
+    np.testing.assert_allclose(after[numeric], before[numeric], rtol=1e-9)
+    assert after.drop(columns=numeric).equals(before.drop(columns=numeric))
+
+
+def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_data):
+    """A load-gated model whose gate was cut out (checksums re-forged) fails validation."""
+    from modeling.selection import _c
+    from modeling.train import train_device
+
+    gated = [_c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=20)]
+    version = train_device(datadir, "synth", folds=3, candidates=gated, regions=False).version
+    doc = json.loads((_folder(datadir, "synth", version) / "models.json").read_text())
+    member = doc["metrics"]["iops"]["scopes"]["global"]["members"][0]["estimator"]
+    del member["parts"]["gate"]
+    _forge(datadir, version, json.dumps(doc).encode(), keep_other_files=True)
+    with pytest.raises(CorruptModel, match="parts"):
+        ModelRegistry(datadir).load("synth")
+
+
+def test_gp_with_inconsistent_arrays_is_refused(datadir, device_with_data):
+    from modeling.selection import _c
+    from modeling.train import train_device
+
+    only_gp = [_c("extended", "gp", n_restarts=0)]
+    version = train_device(datadir, "synth", folds=3, candidates=only_gp, regions=False).version
+    doc = json.loads((_folder(datadir, "synth", version) / "models.json").read_text())
+    gp = doc["metrics"]["iops"]["scopes"]["global"]["members"][0]["estimator"]["gp"]
+    gp["alpha"] = gp["alpha"][:-1]  # one dual coefficient short of the training rows
+    _forge(datadir, version, json.dumps(doc).encode(), keep_other_files=True)
+    with pytest.raises(CorruptModel, match="Gaussian process"):
+        ModelRegistry(datadir).load("synth")

@@ -1,0 +1,146 @@
+"""A Gaussian-process regressor (kriging) with the same contract as the tree models.
+
+Trees are piecewise constant: a held-out corner of the sweep (queue depth 1, one job)
+gets its neighbour's value, and a power law between swept points becomes a staircase.
+Many devices -- RAID arrays, controllers, disks -- are smooth in the log-scaled workload,
+and there a Gaussian process with a Matérn kernel interpolates and extrapolates the trend.
+Model selection (:mod:`modeling.selection`) picks it only where cross-validation says it
+wins; devices with sharp regime changes (SATA SSDs at their NCQ limit) keep the trees.
+
+Fitting uses scikit-learn's ``GaussianProcessRegressor`` (a constant x Matérn kernel with
+one length scale per feature, plus white noise, hyperparameters by maximum likelihood).
+What is kept is plain arrays -- the standardised training inputs, the dual coefficients,
+length scales and amplitude -- so the model is stored as JSON and predicted with a few
+numpy operations.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+from modeling.estimator_base import RegressorBase
+
+NUS = (0.5, 1.5, 2.5)
+_CHUNK = 2048  # query rows per kernel block: bounds memory on large batches
+
+
+def matern(r: np.ndarray, nu: float) -> np.ndarray:
+    """The Matérn correlation at scaled distance ``r`` for nu in 0.5, 1.5, 2.5."""
+    if nu == 0.5:
+        return np.exp(-r)
+    if nu == 1.5:
+        s = np.sqrt(3.0) * r
+        return (1.0 + s) * np.exp(-s)
+    s = np.sqrt(5.0) * r
+    return (1.0 + s + s * s / 3.0) * np.exp(-s)
+
+
+class GaussianProcessModel(RegressorBase):
+    """Gaussian-process regression with a Matérn kernel and per-feature length scales."""
+
+    kind = "gp"
+
+    def __init__(
+        self,
+        nu: float = 1.5,
+        n_restarts: int = 2,
+        max_rows: int = 3000,
+        log_target: bool = True,
+        linear_base: bool = False,
+        random_state: int = 0,
+    ) -> None:
+        self.nu = nu
+        self.n_restarts = n_restarts
+        self.max_rows = max_rows
+        self.log_target = log_target
+        self.linear_base = linear_base
+        self.random_state = random_state
+
+    def _fit_core(self, X32: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> None:
+        if self.nu not in NUS:
+            raise ValueError(f"nu must be one of {NUS}, got {self.nu!r}")
+        if len(X32) > self.max_rows:
+            raise ValueError(f"a Gaussian process is limited to {self.max_rows} rows, got {len(X32)}")
+        X = X32.astype(np.float64)
+        mean, scale = X.mean(axis=0), X.std(axis=0)
+        active = np.flatnonzero(scale > 0)
+        self.gp_features_ = active
+        self.gp_mean_, self.gp_scale_ = mean[active], scale[active]
+        self.gp_offset_ = float(target.mean())
+        spread = float(target.std()) or 1.0
+        if len(active) == 0:  # nothing varies: the mean is all there is to learn
+            self.gp_X_ = np.zeros((0, 0))
+            self.gp_alpha_ = np.zeros(0)
+            self.gp_length_ = np.ones(0)
+            self.gp_amplitude_ = 0.0
+            return
+        Z = (X[:, active] - self.gp_mean_) / self.gp_scale_
+        kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
+            np.ones(len(active)), (1e-2, 1e3), nu=self.nu
+        ) + WhiteKernel(1e-2, (1e-8, 1.0))
+        gp = GaussianProcessRegressor(
+            kernel, n_restarts_optimizer=self.n_restarts, random_state=self.random_state
+        )
+        with warnings.catch_warnings():
+            # a length scale at its bound just means "this feature barely matters"
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            gp.fit(Z, (target - self.gp_offset_) / spread)
+        fitted = gp.kernel_
+        self.gp_length_ = np.broadcast_to(np.asarray(fitted.k1.k2.length_scale, float), (len(active),)).copy()
+        self.gp_X_ = Z / self.gp_length_
+        self.gp_amplitude_ = float(fitted.k1.k1.constant_value) * spread
+        self.gp_alpha_ = np.asarray(gp.alpha_, dtype=np.float64).ravel()
+
+    def prepare(self) -> None:
+        """Precompute the training rows' squared norms (distances by one matrix product)."""
+        self.gp_train_sq_ = np.einsum("ij,ij->i", self.gp_X_, self.gp_X_)
+
+    def _scaled(self, X32: np.ndarray) -> np.ndarray:
+        """Rows in the kernel's coordinates: standardised, then divided by the length scales."""
+        factor = 1.0 / (self.gp_scale_ * self.gp_length_)
+        return X32[:, self.gp_features_] * factor - self.gp_mean_ * factor
+
+    def _distances(self, q: np.ndarray) -> np.ndarray:
+        d2 = np.einsum("ij,ij->i", q, q)[:, None] + self.gp_train_sq_ - 2.0 * (q @ self.gp_X_.T)
+        return np.sqrt(np.maximum(d2, 0.0, out=d2), out=d2)
+
+    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+        out = np.full(X32.shape[0], self.gp_offset_)
+        if len(self.gp_alpha_) == 0:
+            return out
+        for start in range(0, X32.shape[0], _CHUNK):
+            r = self._distances(self._scaled(X32[start : start + _CHUNK]))
+            out[start : start + len(r)] += self.gp_amplitude_ * (matern(r, self.nu) @ self.gp_alpha_)
+        return out
+
+    def slope(self, X32: np.ndarray, direction: np.ndarray) -> np.ndarray:
+        """Derivative of the (untransformed) prediction along ``direction`` in feature space.
+
+        Analytic, from one kernel evaluation: for a Matérn kernel k(r), the derivative of
+        k(|q - t|) along v is k'(r)/r (q - t).v, and k'(r)/r is smooth at r = 0 for
+        nu = 1.5 (-3 exp(-sqrt(3) r)) and nu = 2.5 (-5/3 (1 + sqrt(5) r) exp(-sqrt(5) r)).
+        """
+        if self.nu == 0.5:
+            raise ValueError("the slope of a nu=0.5 process is not defined at its training points")
+        out = np.zeros(X32.shape[0])
+        if len(self.gp_alpha_) == 0:
+            return out
+        v = direction[self.gp_features_] / (self.gp_scale_ * self.gp_length_)
+        along_train = self.gp_X_ @ v
+        weighted = self.gp_alpha_ * along_train
+        for start in range(0, X32.shape[0], _CHUNK):
+            q = self._scaled(X32[start : start + _CHUNK])
+            r = self._distances(q)
+            if self.nu == 1.5:
+                g = -3.0 * np.exp(-np.sqrt(3.0) * r)
+            else:
+                s = np.sqrt(5.0) * r
+                g = -(5.0 / 3.0) * (1.0 + s) * np.exp(-s)
+            # sum_k alpha_k g_ik ((q_i - t_k) . v) = (q_i . v)(g alpha)_i - (g (alpha * t.v))_i
+            out[start : start + len(q)] = self.gp_amplitude_ * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
+        return out

@@ -1,0 +1,137 @@
+"""Trees that extrapolate along the load axis: two boosted models blended by elasticity.
+
+In a closed-loop benchmark (fio keeps ``iodepth`` I/Os in flight per job) throughput and
+latency are tied by Little's law, ``IOPS = N / latency`` with ``N = queue_depth x numjobs``
+outstanding I/Os.  While a device has spare capacity its latency is flat and IOPS grows
+in proportion to ``N``; once it saturates IOPS is flat and latency grows with ``N``.
+Trees are piecewise constant, so a tree of log IOPS gets the light-load end of a sweep
+wrong (it repeats its neighbour's higher value), and a tree of log latency gets the
+saturated end wrong.  Each is right where its target is flat.
+
+:class:`LoadGatedModel` fits both parametrisations of the metric ``y`` --
+
+* ``f(x) ~ ln y`` (right where ``y`` does not depend on load), and
+* ``g(x) ~ ln y - ln N`` (right where ``y`` is proportional to load)
+
+-- and blends them with the local elasticity ``e = d ln y / d ln N``, clipped to [0, 1]
+and read off a smooth Gaussian process of ``ln y``: ``ln y = (1 - e) f + e (ln N + g)``.
+The same formula serves IOPS and bandwidth (e -> 1 at light load) and latencies (e -> 1
+under saturation).  On the fio-plot SATA SSDs it cuts the IOPS error of plain boosted
+trees by about a fifth (bench/accuracy.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from modeling.estimator_base import RegressorBase
+from modeling.trees import XGBoostModel
+from modeling.gaussian_process import GaussianProcessModel
+
+LN2 = float(np.log(2.0))
+
+
+class LoadGatedModel(RegressorBase):
+    """ln y = (1 - e) f(x) + e (ln N + g(x)), e the elasticity of y to outstanding I/O."""
+
+    kind = "load_gated"
+    # the blend is defined on the exact log of a positive metric, so no other transform
+    log_target = False
+    linear_base = False
+
+    def __init__(
+        self,
+        n_col: int = 0,
+        qd_col: int = 0,
+        nj_col: int = -1,
+        n_estimators: int = 300,
+        max_depth: int = 6,
+        learning_rate: float = 0.05,
+        subsample: float = 0.8,
+        step: float = 0.5,
+        gate_rows: int = 1000,
+        random_state: int = 0,
+    ) -> None:
+        self.n_col = n_col
+        self.qd_col = qd_col
+        self.nj_col = nj_col
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.subsample = subsample
+        self.step = step
+        self.gate_rows = gate_rows
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True
+        return tags
+
+    def _boosted(self) -> XGBoostModel:
+        return XGBoostModel(
+            n_estimators=self.n_estimators,
+            max_depth=self.max_depth,
+            learning_rate=self.learning_rate,
+            subsample=self.subsample,
+            log_target=False,
+            random_state=self.random_state,
+        )
+
+    def _load_shift(self, d: int) -> np.ndarray:
+        """The feature change of multiplying outstanding I/O by 2**step (split over depth and jobs)."""
+        cols = (self.n_col, self.qd_col)
+        if not all(0 <= c < d for c in cols) or self.nj_col >= d or self.nj_col < -1:
+            raise ValueError(f"load columns {cols + (self.nj_col,)} do not fit {d} features")
+        shift = np.zeros(d)
+        shift[self.n_col] += self.step
+        if self.qd_col != self.n_col:
+            parts = [self.qd_col] + ([self.nj_col] if self.nj_col >= 0 else [])
+            for c in parts:
+                shift[c] += self.step / len(parts)
+        return shift
+
+    def _fit_core(self, X32: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> None:
+        if self.step <= 0:
+            raise ValueError(f"step must be > 0, got {self.step}")
+        if np.any(target <= 0):
+            raise ValueError("LoadGatedModel needs a positive target (a performance metric)")
+        self.shift_ = self._load_shift(X32.shape[1])
+        load = X32[:, self.n_col].astype(np.float64)
+        self.load_range_ = np.array([load.min(), load.max()])
+        ln_y = np.log(target)
+        ln_n = X32[:, self.n_col].astype(np.float64) * LN2
+        direct = self._boosted().fit(X32, ln_y)
+        per_load = self._boosted().fit(X32, ln_y - ln_n)
+        rows = np.arange(len(X32))
+        if len(rows) > self.gate_rows:  # the gate only needs the smooth trend: a subsample will do
+            rng = np.random.default_rng(self.random_state)
+            rows = np.sort(rng.choice(rows, self.gate_rows, replace=False))
+        gate = GaussianProcessModel(n_restarts=1, log_target=False, random_state=self.random_state)
+        gate.fit(X32[rows], ln_y[rows])
+        self.parts_ = {"direct": direct, "per_load": per_load, "gate": gate}
+
+    def elasticity(self, X32: np.ndarray) -> np.ndarray:
+        """d ln y / d ln N at each row, from the gate, clipped to [0, 1].
+
+        Read no closer than ``step / 2`` to the ends of the swept load range: at and
+        beyond its data a Gaussian process flattens towards its mean, and would report a
+        flat trend exactly where the trend must be extrapolated.
+        """
+        lo, hi = self.load_range_
+        margin = min(self.step, hi - lo) / 2
+        t = X32[:, self.n_col].astype(np.float64)
+        unit = self.shift_ / self.step  # feature change per unit of log2 N
+        inside = X32 + ((np.clip(t, lo + margin, hi - margin) - t)[:, None] * unit)
+        slope = self.parts_["gate"].slope(np.ascontiguousarray(inside, dtype=np.float32), unit)
+        return np.clip(slope / LN2, 0.0, 1.0)
+
+    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+        runners = getattr(self, "runners_", None) or self.parts_
+        e = self.elasticity(X32)
+        ln_n = X32[:, self.n_col].astype(np.float64) * LN2
+        direct = runners["direct"].predict_fast(X32)
+        per_load = runners["per_load"].predict_fast(X32) + ln_n
+        return np.asarray(np.exp((1.0 - e) * direct + e * per_load))
