@@ -20,9 +20,16 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from modeling.errors import InvalidInput
 from modeling.workload import WORKLOAD_FIELDS
 
 FEATURE_SETS: Final[tuple[str, ...]] = ("basic", "extended")
+FEATURE_CHOICES: Final[dict[str, tuple[str, ...]]] = {
+    "extended": ("extended",),
+    "basic": ("basic",),
+    "both": ("extended", "basic"),
+}
+"""What a user may ask training to use: one set, or both with cross-validation choosing."""
 
 FEATURE_NAMES: Final[dict[str, tuple[str, ...]]] = {
     "basic": ("write_ratio", "log2_queue_depth", "log2_request_size", "randomness"),
@@ -42,6 +49,17 @@ FEATURE_NAMES: Final[dict[str, tuple[str, ...]]] = {
 }
 
 _IDX = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
+
+
+def feature_choice(name: str) -> tuple[str, ...]:
+    """The feature sets of a ``--features`` choice; raises ``InvalidInput`` naming the choices."""
+    try:
+        return FEATURE_CHOICES[name]
+    except KeyError:
+        raise InvalidInput(
+            f"unknown feature choice {name!r}; use one of {', '.join(FEATURE_CHOICES)}",
+            details={"field": "features"},
+        ) from None
 
 
 def workload_matrix(frame: pd.DataFrame) -> np.ndarray:

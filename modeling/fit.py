@@ -5,6 +5,12 @@ metric by grouped cross-validation, decides per metric whether the physics deriv
 from IOPS beats a direct model, fits region models where a region has enough data and
 keeps them for ``auto`` only where they beat the global model on that region, and
 calibrates conformal intervals on the out-of-fold errors.
+
+Repeated measurements of one workload are reduced to their median before fitting: a run
+that stalled (the virtual disk here sometimes delivers a twentieth of its usual rate for
+a second) then moves nothing, where a mean -- even a geometric one -- would be dragged.
+The intervals are still calibrated against every single run, so they say where the next
+measurement will land, noise included.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from modeling.selection import (
     conformal_q,
     cv_folds,
     default_candidates,
+    for_metric,
     mre_scale,
     relative_errors,
     select,
@@ -34,15 +41,18 @@ from modeling.selection import (
 from modeling.workload import BASIC_FIELDS, METRICS, REGION_NAMES
 
 MIN_ROWS = 8
-"""Fewest usable measured points a device needs to be trained."""
+"""Fewest distinct measured workloads a device needs to be trained."""
 MIN_REGION_ROWS = 16
-"""Fewest points a region needs for its own model."""
+"""Fewest distinct workloads a region needs for its own model."""
 INTERVAL_LEVEL = 0.9
+"""Nominal coverage of the prediction intervals."""
 PHYSICS_TOLERANCE = 1.05
+"""A physics derivation is kept unless a direct model has a CV error this many times lower."""
 REGION_MARGIN = 0.9
 """`auto` uses a region model only when its CV error is below this fraction of the global one."""
-"""A physics derivation is kept unless a direct model has a CV error this many times lower."""
-"""Nominal coverage of the prediction intervals."""
+LAW_HOLDS = 0.02
+"""A law whose median gap on the measurements is below this is used without trying a free model."""
+_LAW_NAMES = {"bandwidth_mib_s": "IOPS x mean request size", "latency_mean_us": "Little's law"}
 
 Progress = Callable[[str, float], None]
 
@@ -66,7 +76,37 @@ def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray
     return w, ys, clean
 
 
-def _scope(scope: str, sel: Selection, w: np.ndarray, y: np.ndarray) -> ScopeModel:
+def median_by_workload(
+    w: np.ndarray, ys: dict[str, np.ndarray]
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """One row per distinct workload, each metric its median over repeats; and each input row's group."""
+    groups = workload_groups(w)
+    _, first = np.unique(groups, return_index=True)
+    if len(first) == len(w):
+        return w[first], {m: y[first] for m, y in ys.items()}, groups
+    order = np.argsort(groups, kind="stable")
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    medians = {m: np.array([np.median(part) for part in np.split(y[order], bounds)]) for m, y in ys.items()}
+    return w[first], medians, groups
+
+
+class _Runs:
+    """Calibrates intervals against every measured run of the workloads a model was fitted on."""
+
+    def __init__(self, groups: np.ndarray, ys: dict[str, np.ndarray]) -> None:
+        self.groups = groups
+        self.ys = ys
+
+    def q(self, oof: np.ndarray, metric: str, mask: np.ndarray | None = None) -> float:
+        """Conformal half-width of out-of-fold predictions (one per workload, or per masked workload)."""
+        if mask is None:
+            return conformal_q(oof[self.groups], self.ys[metric], INTERVAL_LEVEL)
+        local = np.cumsum(mask) - 1
+        inside = mask[self.groups]
+        return conformal_q(oof[local[self.groups[inside]]], self.ys[metric][inside], INTERVAL_LEVEL)
+
+
+def _scope(scope: str, sel: Selection, w: np.ndarray, y: np.ndarray, q: float) -> ScopeModel:
     members = [
         (c.feature_set, make_estimator(c.kind, c.kwargs).fit(compute_features(w, c.feature_set), y))
         for c in sel.best
@@ -74,11 +114,12 @@ def _scope(scope: str, sel: Selection, w: np.ndarray, y: np.ndarray) -> ScopeMod
     return ScopeModel(
         scope=scope,
         members=members,
-        q=conformal_q(sel.oof, y, INTERVAL_LEVEL),
+        q=q,
         lo=w.min(axis=0),
         hi=w.max(axis=0),
         cv={"mre": sel.mre},
         scale=sel.scale,
+        weights=sel.weights,
     )
 
 
@@ -89,7 +130,8 @@ def _describe(sel: Selection) -> dict[str, Any]:
         "feature_set": first.feature_set,
         "params": first.kwargs,
         "members": [
-            {"estimator": c.kind, "feature_set": c.feature_set, "params": c.kwargs} for c in sel.best
+            {"estimator": c.kind, "feature_set": c.feature_set, "params": c.kwargs, "weight": wt}
+            for c, wt in zip(sel.best, sel.weights or [1.0 / len(sel.best)] * len(sel.best), strict=True)
         ],
         "scale": sel.scale,
         "cv_mre": sel.mre,
@@ -109,24 +151,40 @@ def fit_device_model(
     time_budget_s: float | None = None,
     progress: Progress | None = None,
     candidates: list[Candidate] | None = None,
+    feature_sets: tuple[str, ...] = ("extended",),
     regions: bool = True,
     physics: bool = True,
 ) -> tuple[DeviceModel, dict[str, Any]]:
-    """Train all metrics on ``frame``; returns the model and a JSON-ready training report."""
+    """Train all metrics on ``frame``; returns the model and a JSON-ready training report.
+
+    ``feature_sets`` are the feature sets the default candidates use; with both,
+    cross-validation chooses per metric.  Explicit ``candidates`` are used as given, not
+    tuned.
+    """
     report_progress = progress or (lambda message, fraction: None)
-    w, ys, _ = training_rows(frame)
-    cands = candidates or default_candidates()
-    groups = workload_groups(w)
+    w_runs, ys_runs, _ = training_rows(frame)
+    w, ys, run_groups = median_by_workload(w_runs, ys_runs)
+    if len(w) < MIN_ROWS:
+        raise NoData(f"only {len(w)} distinct measured workloads; at least {MIN_ROWS} are needed to train")
+    runs = _Runs(run_groups, ys_runs)
+    cands = candidates or default_candidates(feature_sets, n_rows=len(w))
+    tune = candidates is None
+    groups = np.arange(len(w))
     splits = cv_folds(groups, folds)
     codes = region_codes(w)
     region_masks = {
         name: codes == i
         for i, name in enumerate(REGION_NAMES)
-        if regions
-        and MIN_REGION_ROWS <= (codes == i).sum() < len(w)
-        and len(np.unique(groups[codes == i])) >= 3
+        if regions and MIN_REGION_ROWS <= (codes == i).sum() < len(w)
     }
-    calls = len(METRICS) * (1 + len(region_masks))
+    # Where a law holds on the measurements themselves (bandwidth = IOPS x size always does;
+    # Little's law does for closed-loop engines, not for psync), fitting a free model for
+    # that metric is wasted time: it can only learn the law back, with noise.
+    gaps = {
+        m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE
+    }
+    by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
+    calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
     per_call = None if time_budget_s is None else max(time_budget_s / calls, 0.0)
     start = time.monotonic()
     done = 0
@@ -144,7 +202,28 @@ def fit_device_model(
     order = ("iops",) + tuple(m for m in METRICS if m != "iops")
     for metric in order:
         y = ys[metric]
-        sel = select(w, y, splits, cands, per_call)
+        if metric in by_law:
+            derived = derive_metric(metric, selections["iops"].oof, w)
+            derived_scaled = derived * mre_scale(derived, y)
+            derived_mre = _mre(derived_scaled, y)
+            specs[metric] = _derived_spec(
+                metric, specs["iops"], w, y, derived, region_masks, region_sel, runs
+            )
+            report[metric] = {
+                "mode": "derived",
+                "global": {
+                    "estimator": f"{_LAW_NAMES[metric]} over the IOPS model",
+                    "feature_set": report["iops"]["global"]["feature_set"],
+                    "params": {},
+                    "cv_mre": derived_mre,
+                },
+                "regions": {},
+                "physics": {"law_gap": gaps[metric], "derived_cv_mre": derived_mre},
+            }
+            final_oof[metric] = derived_scaled
+            step(f"{metric}: {_LAW_NAMES[metric]} holds on the data (median gap {gaps[metric]:.2%})")
+            continue
+        sel = select(w, y, splits, for_metric(cands, metric), per_call, tune=tune)
         selections[metric] = sel
         step(f"{metric}: global {sel.name} CV MRE {sel.mre:.2%}")
         entry: dict[str, Any] = {
@@ -152,18 +231,18 @@ def fit_device_model(
             "global": {**_describe(sel), "scores": sel.scores},
             "regions": {},
         }
-        scopes = {"global": _scope("global", sel, w, y)}
+        scopes = {"global": _scope("global", sel, w, y, runs.q(sel.oof, metric))}
         auto: set[str] = set()
         for region, mask in region_masks.items():
             rsplits = cv_folds(groups[mask], folds)
-            rsel = select(w[mask], y[mask], rsplits, cands, per_call)
+            rsel = select(w[mask], y[mask], rsplits, for_metric(cands, metric), per_call, tune=tune)
             region_sel[(metric, region)] = rsel
             global_mre = _mre(sel.oof[mask], y[mask])
             # a region model must clearly beat the global one: with few points the CV choice is noisy
             use = rsel.mre < global_mre * REGION_MARGIN
             if use:
                 auto.add(region)
-            scopes[region] = _scope(region, rsel, w[mask], y[mask])
+            scopes[region] = _scope(region, rsel, w[mask], y[mask], runs.q(rsel.oof, metric, mask))
             entry["regions"][region] = {
                 "n": int(mask.sum()),
                 **_describe(rsel),
@@ -177,16 +256,20 @@ def fit_device_model(
             derived = derive_metric(metric, selections["iops"].oof, w)
             derived_scaled = derived * mre_scale(derived, y)
             derived_mre = _mre(derived_scaled, y)
-            entry["physics"] = {"derived_cv_mre": derived_mre, "direct_cv_mre": sel.mre}
+            entry["physics"] = {
+                "law_gap": gaps[metric],
+                "derived_cv_mre": derived_mre,
+                "direct_cv_mre": sel.mre,
+            }
             # physics is the better prior: keep the law unless a free model is clearly better
             if derived_mre <= sel.mre * PHYSICS_TOLERANCE:
-                spec = _derived_spec(metric, specs["iops"], w, y, derived, region_masks, region_sel)
+                spec = _derived_spec(metric, specs["iops"], w, y, derived, region_masks, region_sel, runs)
                 entry["mode"] = "derived"
                 entry["global"]["cv_mre"] = derived_mre
                 final_oof[metric] = derived_scaled
         if physics and metric == "latency_p99_us":
             ratio_spec, ratio_entry = _ratio_spec(
-                w, y, ys["latency_mean_us"], final_oof["latency_mean_us"], splits, cands, per_call
+                w, y, ys["latency_mean_us"], final_oof["latency_mean_us"], splits, cands, per_call, runs, tune
             )
             entry["physics"] = {"ratio_cv_mre": ratio_entry["cv_mre"], "direct_cv_mre": sel.mre}
             if ratio_entry["cv_mre"] < sel.mre:
@@ -199,10 +282,11 @@ def fit_device_model(
     model = DeviceModel(device, version, specs, data_regions)
     summary = {
         "metrics": report,
-        "n_rows": int(len(w)),
-        "n_workloads": int(len(np.unique(groups))),
+        "n_rows": int(len(w_runs)),
+        "n_workloads": int(len(w)),
         "folds": len(splits),
         "interval_level": INTERVAL_LEVEL,
+        "feature_sets": sorted({c.feature_set for c in cands}),
         "data_regions": sorted(data_regions),
         "train_seconds": round(time.monotonic() - start, 3),
     }
@@ -217,18 +301,19 @@ def _ratio_spec(
     splits: list[tuple[np.ndarray, np.ndarray]],
     cands: list[Candidate],
     budget: float | None,
+    runs: _Runs,
+    tune: bool,
 ) -> tuple[MetricSpec, dict[str, Any]]:
     """Tail latency as (learned tail/mean ratio) x (predicted mean latency), global scope only.
 
     Queueing makes tail and mean latency grow together; their ratio is often smoother
     than either, so the tree has less to learn.
     """
-    sel = select(w, y / mean_y, splits, cands, budget)
+    sel = select(w, y / mean_y, splits, for_metric(cands, "latency_p99_us"), budget, tune=tune)
     oof = sel.oof * mean_oof
     scale = mre_scale(oof, y)
-    scope = _scope("global", sel, w, y / mean_y)
+    scope = _scope("global", sel, w, y / mean_y, runs.q(oof * scale, "latency_p99_us"))
     scope.scale *= scale
-    scope.q = conformal_q(oof * scale, y, INTERVAL_LEVEL)
     scope.cv = {"mre": _mre(oof * scale, y)}
     entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
     return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry
@@ -242,16 +327,17 @@ def _derived_spec(
     derived_oof: np.ndarray,
     region_masks: dict[str, np.ndarray],
     region_sel: dict[tuple[str, str], Selection],
+    runs: _Runs,
 ) -> MetricSpec:
     """A metric derived from the IOPS models, with intervals calibrated on its own errors."""
     scopes = {}
     for scope, sm in iops_spec.scopes.items():
-        if scope == "global":
+        mask = None if scope == "global" else region_masks[scope]
+        if mask is None:
             oof, truth = derived_oof, y
         else:
-            mask = region_masks[scope]
             oof, truth = derive_metric(metric, region_sel[("iops", scope)].oof, w[mask]), y[mask]
         scale = mre_scale(oof, truth)
-        q = conformal_q(oof * scale, truth, INTERVAL_LEVEL)
+        q = runs.q(oof * scale, metric, mask)
         scopes[scope] = ScopeModel(scope, [], q, sm.lo, sm.hi, {"mre": _mre(oof * scale, truth)}, scale)
     return MetricSpec(metric, "derived", scopes, iops_spec.auto_regions)

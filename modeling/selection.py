@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 from modeling.estimators import make_estimator
-from modeling.features import compute_features
+from modeling.features import FEATURE_NAMES, compute_features
 
 
 @dataclass(frozen=True)
@@ -41,29 +41,98 @@ def _c(feature_set: str, kind: str, **params: Any) -> Candidate:
     return Candidate(feature_set, kind, tuple(sorted(params.items())))
 
 
+GP_MAX_ROWS = 1500
+"""Above this many training rows the Gaussian process is left out (its fit grows as n³)."""
+HEAD = 4
+"""Candidates always tried, whatever the time budget (the main families)."""
+SELECT_TOLERANCE = 2.0
+"""A challenger must beat the current choice by this many standard errors (paired, per point).
+
+Two rather than the classic one: a selection runs a dozen or more such comparisons (the
+families, the tuning steps, the blends), and at one standard error about one in six
+would pass on noise alone."""
+
+
+def load_columns(feature_set: str) -> dict[str, int]:
+    """Where outstanding I/O, queue depth and numjobs sit in a feature set (for ``load_gated``)."""
+    names = FEATURE_NAMES[feature_set]
+    qd = names.index("log2_queue_depth")
+    if "log2_outstanding_io" not in names:  # basic: one job, so the depth is the load
+        return {"n_col": qd, "qd_col": qd, "nj_col": -1}
+    return {"n_col": names.index("log2_outstanding_io"), "qd_col": qd, "nj_col": names.index("log2_numjobs")}
+
+
 def default_candidates(
-    feature_sets: tuple[str, ...] = ("extended", "basic"), quick: bool = False
+    feature_sets: tuple[str, ...] = ("extended",), quick: bool = False, n_rows: int | None = None
 ) -> list[Candidate]:
-    """Candidate configurations, most promising first (the order found best on fio-plot data)."""
-    xgb = {"learning_rate": 0.05, "subsample": 0.8}
+    """The model families to compare, most promising first (the order found best on fio-plot data).
+
+    One configuration per family: load-gated boosted trees (IOPS and mean latency of
+    closed-loop sweeps), plain boosted trees for sharp regime changes, relative-loss
+    trees for noisy tail latencies, a Gaussian process for devices smooth in the
+    workload, a linear-based forest, and the published method (one CART tree).  Their
+    hyperparameters are then tuned around the winner while the time budget lasts
+    (:func:`neighbours`).  ``quick`` keeps the first four.  With several feature sets,
+    each set's candidates follow the previous set's.
+    """
+    gp = n_rows is None or n_rows <= GP_MAX_ROWS
     out: list[Candidate] = []
     for fs in feature_sets:
-        out += [
-            # cheapest strong candidate first, so a tiny budget still trains a good model
-            _c(fs, "xgboost", n_estimators=300, max_depth=6, **xgb),
+        family = [
+            _c(fs, "load_gated", **load_columns(fs)),
+            _c(fs, "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
+            _c(fs, "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
+        ]
+        if gp:
+            family.append(_c(fs, "gp", nu=1.5, n_restarts=1))
+        family += [
             _c(fs, "extra_trees", n_estimators=60, max_features=0.5, linear_base=True),
-            _c(fs, "xgboost", n_estimators=300, max_depth=6, linear_base=True, **xgb),
+            _c(fs, "cart", min_samples_leaf=3, loss="relative"),
         ]
-        if quick:
-            continue
-        out += [
-            _c(fs, "xgboost", n_estimators=600, max_depth=8, learning_rate=0.03, subsample=0.8),
-            _c(fs, "xgboost", n_estimators=400, max_depth=6, objective="absolute", **xgb),
-            _c(fs, "cart", min_samples_leaf=1),
-            _c(fs, "extra_trees", n_estimators=60),
-            _c(fs, "cart", min_samples_leaf=2, linear_base=True),
-        ]
+        out += family[:4] if quick else family
     return out
+
+
+# Hyperparameter steps tried around a winning configuration, per estimator kind.
+_STEPS: dict[str, tuple[dict[str, Any], ...]] = {
+    "load_gated": ({"max_depth": 4}, {"max_depth": 8}, {"n_estimators": 600, "learning_rate": 0.03}),
+    "xgboost": (
+        {"max_depth": 4},
+        {"max_depth": 8},
+        {"n_estimators": 600, "learning_rate": 0.03},
+        {"objective": "absolute"},
+        {"linear_base": True},
+    ),
+    "extra_trees": ({"min_samples_leaf": 1}, {"min_samples_leaf": 5}, {"max_features": 0.5}),
+    "gp": ({"nu": 2.5}, {"nu": 0.5}),
+    "cart": ({"min_samples_leaf": 1}, {"min_samples_leaf": 5}),
+}
+
+
+def neighbours(cand: Candidate) -> list[Candidate]:
+    """Configurations one hyperparameter step away from ``cand`` (the tuning moves)."""
+    out = []
+    for step in _STEPS.get(cand.kind, ()):
+        params = {**cand.kwargs, **step}
+        if params != cand.kwargs:
+            out.append(_c(cand.feature_set, cand.kind, **params))
+    return out
+
+
+TAIL_METRICS = frozenset({"latency_p99_us"})
+"""Metrics whose measurements jump between neighbouring workloads (a slow mode crossing 1 %)."""
+
+
+def for_metric(candidates: list[Candidate], metric: str) -> list[Candidate]:
+    """The candidates in order of prior merit for ``metric``: relative-loss trees first for tails.
+
+    With the paired selection rule the first candidate is the default that the others
+    must beat clearly; for a tail latency that default should be the robust learner.
+    """
+    if metric not in TAIL_METRICS:
+        return candidates
+    robust = [c for c in candidates if c.kwargs.get("loss") == "relative"]
+    return robust + [c for c in candidates if c not in robust]
 
 
 def relative_errors(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -105,15 +174,18 @@ def oof_predict(
 class Selection:
     """The winning candidate(s), out-of-fold predictions (scaled) and every score tried."""
 
-    best: list[Candidate]  # one candidate, or two whose log-predictions are averaged
+    best: list[Candidate]  # one candidate, or several whose log-predictions are blended
     oof: np.ndarray
     mre: float
     scores: dict[str, float]
     scale: float = 1.0
+    weights: list[float] | None = None  # blend weights of ``best`` (None: one candidate)
 
     @property
     def name(self) -> str:
-        return " + ".join(c.name for c in self.best)
+        if not self.weights or len(self.best) == 1:
+            return " + ".join(c.name for c in self.best)
+        return " + ".join(f"{w:.2f} {c.name}" for w, c in zip(self.weights, self.best, strict=True))
 
 
 def mre_scale(pred: np.ndarray, y: np.ndarray) -> float:
@@ -128,6 +200,23 @@ def mre_scale(pred: np.ndarray, y: np.ndarray) -> float:
     return float(grid[best]) if errors[best] < float(np.mean(relative_errors(pred, y))) - 1e-4 else 1.0
 
 
+# Blends tried among the best candidates: (indices into the ranking, weights).
+_BLENDS: tuple[tuple[tuple[int, ...], tuple[float, ...]], ...] = (
+    ((0, 1), (0.75, 0.25)),
+    ((0, 1), (0.5, 0.5)),
+    ((0, 1), (0.25, 0.75)),
+    ((0, 1, 2), (1 / 3, 1 / 3, 1 / 3)),
+)
+
+
+def blend_logs(preds: list[np.ndarray], weights: list[float] | tuple[float, ...]) -> np.ndarray:
+    """Weighted geometric mean of positive predictions."""
+    total = np.zeros_like(preds[0], dtype=np.float64)
+    for p, w in zip(preds, weights, strict=True):
+        total += w * np.log(np.maximum(p, 1e-12))
+    return np.exp(total)
+
+
 def select(
     w: np.ndarray,
     y: np.ndarray,
@@ -136,34 +225,94 @@ def select(
     budget_s: float | None,
     *,
     blend: bool = True,
+    tune: bool = True,
+    tolerance: float = SELECT_TOLERANCE,
 ) -> Selection:
-    """Try candidates in order (at least one) until ``budget_s`` is spent; keep the lowest MRE.
+    """Choose a model for ``y`` by cross-validation within a time budget.
 
-    The two best are also tried as a blend (geometric mean), and the winner gets the
-    multiplier that minimises its out-of-fold relative error.
+    1. Score the candidates in order (the first :data:`HEAD` always, the rest while the
+       budget lasts) and pick one by the paired rule below.
+    2. Tune (when ``tune``): score the winner's :func:`neighbours`, then theirs, while
+       the budget lasts (all of them when ``budget_s`` is None); a step is taken when it
+       wins.
+    3. Try weighted geometric blends of the best two (and three) -- families that fail
+       in different places (trees at the sweep's edges, a Gaussian process at a regime
+       cliff) often do better together.
+
+    The cross-validated error of a few dozen points is itself noisy, so a challenger
+    replaces the current choice only if it is better by more than ``tolerance`` standard
+    errors of the paired per-point difference: a paired version of the
+    one-standard-error rule (Breiman et al.).  The winner then gets the multiplier that
+    minimises its out-of-fold relative error.
     """
     start = time.monotonic()
-    tried: list[tuple[float, Candidate, np.ndarray]] = []
     scores: dict[str, float] = {}
-    for cand in candidates:
-        if tried and budget_s is not None and time.monotonic() - start > budget_s:
-            break
+    tried: list[tuple[float, Candidate, np.ndarray]] = []
+
+    def out_of_budget() -> bool:
+        return budget_s is not None and time.monotonic() - start > budget_s
+
+    def score(cand: Candidate) -> _Option:
         pred = oof_predict(w, y, splits, cand)
         mre = float(np.mean(relative_errors(pred, y)))
         scores[cand.name] = mre
         tried.append((mre, cand, pred))
-    tried.sort(key=lambda t: t[0])
-    mre, cand, pred = tried[0]
-    best = [cand]
-    if blend and len(tried) >= 2:
-        blended = np.exp((np.log(np.maximum(pred, 1e-12)) + np.log(np.maximum(tried[1][2], 1e-12))) / 2)
-        blend_mre = float(np.mean(relative_errors(blended, y)))
-        scores[f"{cand.name} + {tried[1][1].name}"] = blend_mre
-        if blend_mre < mre:
-            mre, pred, best = blend_mre, blended, [cand, tried[1][1]]
-    scale = mre_scale(pred, y)
-    pred = pred * scale
-    return Selection(best, pred, float(np.mean(relative_errors(pred, y))), scores, scale)
+        return _Option([cand], None, pred, relative_errors(pred, y))
+
+    champion: _Option | None = None
+    for i, cand in enumerate(candidates):
+        if i >= HEAD and out_of_budget():
+            break
+        champion = _challenge(champion, score(cand), tolerance)
+    assert champion is not None, "select() needs at least one candidate"
+    seen = {c.name for _, c, _ in tried}
+    frontier = list(champion.members) if tune else []
+    while frontier and not out_of_budget():
+        base = frontier.pop(0)
+        for cand in neighbours(base):
+            if cand.name in seen or out_of_budget():
+                continue
+            seen.add(cand.name)
+            winner = _challenge(champion, score(cand), tolerance)
+            if winner is not champion:
+                champion = winner
+                frontier.append(cand)
+    if blend:
+        ranked = sorted(tried, key=lambda t: t[0])
+        for members, wts in _BLENDS:
+            if members[-1] >= len(ranked):
+                continue
+            parts = [ranked[i][1] for i in members]
+            blended = blend_logs([ranked[i][2] for i in members], wts)
+            scores[" + ".join(f"{x:.2f} {c.name}" for c, x in zip(parts, wts, strict=True))] = float(
+                np.mean(relative_errors(blended, y))
+            )
+            option = _Option(parts, list(wts), blended, relative_errors(blended, y))
+            champion = _challenge(champion, option, tolerance)
+    scale = mre_scale(champion.pred, y)
+    pred = champion.pred * scale
+    mre = float(np.mean(relative_errors(pred, y)))
+    return Selection(champion.members, pred, mre, scores, scale, champion.weights)
+
+
+@dataclass
+class _Option:
+    """A scored choice: one candidate, or a blend, with its out-of-fold predictions and errors."""
+
+    members: list[Candidate]
+    weights: list[float] | None
+    pred: np.ndarray
+    errors: np.ndarray
+
+
+def _challenge(champion: _Option | None, challenger: _Option, tolerance: float) -> _Option:
+    """The challenger if it beats the champion by ``tolerance`` paired standard errors."""
+    if champion is None:
+        return challenger
+    gain = champion.errors - challenger.errors
+    if gain.mean() > tolerance * gain.std() / np.sqrt(len(gain)) + 1e-12:
+        return challenger
+    return champion
 
 
 def conformal_q(pred: np.ndarray, y: np.ndarray, level: float) -> float:

@@ -39,6 +39,30 @@ def test_holdout_evaluation(datadir, device_with_data, tmp_path):
     synthetic_rows(seed=9).drop(columns=["fio_version"]).to_csv(path, index=False)
     report = evaluate_device(datadir, "synth", holdout=path, candidates=fast_candidates()).to_dict()
     assert report["method"] == "holdout" and report["metrics"]["iops"]["n"] == 128
+    # the hold-out report has the same sections as the k-fold one
+    assert set(report["feature_sets"]) == {"basic", "extended"}
+    assert report["regions"] and all("region" in e["iops"] for e in report["regions"].values())
+    assert sum(report["physics"]["modes"]["iops"].values()) == 1  # one training
+
+
+def test_holdout_without_measured_rows_is_nodata(datadir, device_with_data, tmp_path):
+    import pytest
+
+    from modeling.errors import NoData
+
+    path = tmp_path / "holdout.csv"
+    synthetic_rows(seed=9).drop(columns=["fio_version", "iops"]).to_csv(path, index=False)
+    with pytest.raises(NoData, match="hold-out"):
+        evaluate_device(datadir, "synth", holdout=path, candidates=fast_candidates())
+
+
+def test_repeats_report_the_error_against_the_typical_run():
+    rows = synthetic_rows(noise=0.15, repeats=3, seed=4)
+    report = evaluate_frame(rows, folds=3, candidates=fast_candidates(), compare_feature_sets=False)
+    iops = report.metrics["iops"]
+    # single runs scatter around the typical value; the model aims at the typical value
+    assert iops["mre_vs_median"] < iops["mre"]
+    assert report.noise_floor["iops"]["mre_vs_median"] > 0.05
 
 
 def test_propose_points_prefers_unmeasured_corners():

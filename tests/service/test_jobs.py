@@ -84,7 +84,11 @@ def test_retrain_swaps_the_model_atomically_under_load(api: TestClient, trained:
     }
     for r in responses:
         want = expected[(r["model_version"], r["workload"])].predictions
-        assert {m: p["value"] for m, p in r["predictions"].items()} == {m: p.value for m, p in want.items()}
+        got = {m: p["value"] for m, p in r["predictions"].items()}
+        assert got.keys() == want.keys()
+        # Two versions differ by percents; a micro-batch may differ from a lone prediction
+        # in the last bits (BLAS sums a Gaussian process's kernel in batch-dependent order).
+        assert all(abs(got[m] / want[m].value - 1) < 1e-9 for m in got), (got, want)
 
 
 def test_failed_retrain_keeps_the_old_model_and_says_why(api: TestClient, trained: DataDir) -> None:
