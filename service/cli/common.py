@@ -12,6 +12,7 @@ from collections.abc import Callable
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from modeling.errors import SsdPredictError
 from modeling.store import DataDir
@@ -66,6 +67,27 @@ def _clean(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
+
+
+def progress_bar(*, fraction: bool = False, quiet: bool = False) -> Progress:
+    """The progress bar of long commands, on stderr so that stdout stays machine-readable.
+
+    ``fraction``: the task's total is 1.0 and the bar shows a percentage; otherwise it
+    counts steps (``3/48``) and estimates the time left.
+    """
+    columns = (
+        [TextColumn("{task.percentage:>3.0f}%")]
+        if fraction
+        else [TextColumn("{task.completed}/{task.total}"), TextColumn("ETA"), TimeRemainingColumn()]
+    )
+    return Progress(
+        TextColumn("{task.description:<32}"),
+        BarColumn(),
+        *columns,
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=quiet,
+    )
 
 
 def print_json(data: Any) -> None:

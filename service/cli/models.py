@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from modeling.workload import METRIC_UNITS, METRICS, Workload
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
@@ -24,35 +23,30 @@ def register(app: typer.Typer) -> None:
     app.add_typer(models_app, name="models")
 
 
-def _bar() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
-
-
 @handle_errors
 def train(
     device: str = typer.Option(..., "--device", "-d", help="device to train"),
     folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds for model selection"),
     time_budget: float = typer.Option(60.0, min=0.0, help="seconds to spend tuning (whole device)"),
+    features: str = typer.Option(
+        "extended", "--features", help="feature set: extended, basic, or both (cross-validation chooses)"
+    ),
     no_activate: bool = typer.Option(False, "--no-activate", help="register without activating"),
     json_output: bool = typer.Option(False, "--json", help="print the new version as JSON"),
 ) -> None:
     """Train one model per metric (and per region) and register a new model version."""
+    from modeling.features import feature_choice
     from modeling.train import train_device
 
-    with _bar() as bar:
+    feature_sets = feature_choice(features)
+    with progress_bar(fraction=True) as bar:
         task = bar.add_task("training", total=1.0)
         mv = train_device(
             datadir(),
             device,
             folds=folds,
             time_budget_s=time_budget,
+            feature_sets=feature_sets,
             activate=not no_activate,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
         )
@@ -84,15 +78,30 @@ def evaluate(
     device: str = typer.Option(..., "--device", "-d", help="device to evaluate"),
     folds: int = typer.Option(5, min=2, max=20, help="outer cross-validation folds"),
     holdout: str | None = typer.Option(None, "--holdout", help="CSV of measured workloads to test on"),
-    time_budget: float = typer.Option(60.0, min=0.0, help="seconds of tuning for the whole evaluation"),
+    time_budget: float = typer.Option(
+        30.0, min=0.0, help="seconds of tuning per training (one training per fold)"
+    ),
+    features: str = typer.Option(
+        "extended", "--features", help="feature set trained on: extended, basic, or both"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
-    """Report cross-validated (or hold-out) errors per metric."""
+    """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
     from modeling.evaluate import evaluate_device
+    from modeling.features import feature_choice
 
-    report = evaluate_device(
-        datadir(), device, folds=folds, holdout=holdout, time_budget_s=time_budget
-    ).to_dict()
+    feature_sets = feature_choice(features)
+    with progress_bar(fraction=True) as bar:
+        task = bar.add_task("evaluating", total=1.0)
+        report = evaluate_device(
+            datadir(),
+            device,
+            folds=folds,
+            holdout=holdout,
+            time_budget_s=time_budget,
+            feature_sets=feature_sets,
+            progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+        ).to_dict()
     if json_output:
         print_json(report)
         return

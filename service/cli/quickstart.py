@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from modeling.workload import METRICS, Workload
-from service.cli.common import console, datadir, handle_errors
+from service.cli.common import console, datadir, handle_errors, progress_bar
 from service.config import get_settings
 
 
@@ -52,7 +51,7 @@ def quickstart(
     plan = build_plan(plan_name)
     console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {target}")
     settings = SweepSettings(target=str(target), runtime=runtime, size=size)
-    with _progress() as bar:
+    with progress_bar() as bar:
         task = bar.add_task("sweep", total=len(plan.points))
 
         def advance(done: int, total: int, workload: Workload) -> None:
@@ -113,13 +112,3 @@ def quickstart(
     console.print(f"docs: http://{host}:{port}/docs   (Ctrl-C stops the service)")
     uvicorn.run("service.api.main:app", host=host, port=port, log_level="info")
 
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    )

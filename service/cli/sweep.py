@@ -6,11 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from modeling.errors import InvalidInput
 from modeling.workload import Workload, format_size, parse_size
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
 
 
 def register(app: typer.Typer) -> None:
@@ -116,7 +115,7 @@ def sweep(
     if not json_output:
         console.print(f"plan {the_plan.name}: {len(the_plan)} points x {repeats} repeat(s) on "
                       f"{target or 'NVMe-oF ' + str(nvmeof_nqn)}, runtime {runtime}")
-    with _progress(quiet=json_output) as bar:
+    with progress_bar(quiet=json_output) as bar:
         task = bar.add_task("sweep", total=len(the_plan) * repeats)
         started: list[bool] = []
 
@@ -144,15 +143,3 @@ def sweep(
         console.print(f"  repeat CV {metric}: mean {100 * stats['mean']:.1f} %, "
                       f"median {100 * stats['median']:.1f} %, max {100 * stats['max']:.1f} %")
 
-
-def _progress(*, quiet: bool) -> Progress:
-    return Progress(
-        TextColumn("{task.description:<32}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        disable=quiet,
-    )

@@ -64,7 +64,7 @@ def test_cli_devices_show_lists_sweeps(datadir: DataDir) -> None:
     runner.invoke(app, ["ingest", "-d", "intel", str(FIO_SUBSET / "P420i_SAMSUNG860_RW")])
     result = runner.invoke(app, ["devices", "show", "intel", "--json"])
     assert result.exit_code == 0, result.output
-    info = json.loads(result.output)
+    info = json.loads(result.stdout)
     assert [s["points"] for s in info["sweep_list"]] == [5, 5] and info["points"] == 10
     missing = runner.invoke(app, ["devices", "show", "nope"])
     assert missing.exit_code == 2 and "unknown device 'nope'" in missing.output

@@ -34,7 +34,7 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
 
     r = run("evaluate", "--device", "synth", "--folds", "3", "--time-budget", "2", "--json")
     assert r.exit_code == 0, r.output
-    report = json.loads(r.output)
+    report = json.loads(r.stdout)
     assert report["device"] == "synth"
     assert set(report["metrics"]) == {"latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"}
     assert all(isinstance(e["mre"], float) and e["n"] == 128 for e in report["metrics"].values())
@@ -57,7 +57,7 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
         "--json",
     )
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["predictions"]["iops"]["value"] > 0 and out["predictions"]["iops"]["lower"] is not None
 
     r = run(
@@ -86,12 +86,12 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
     assert len(result) == 10 and "write_ratio" in result and "pred_iops_upper" in result
 
     r = run("models", "list", "--device", "synth", "--json")
-    versions = json.loads(r.output)["versions"]
+    versions = json.loads(r.stdout)["versions"]
     assert len(versions) == 1 and versions[0]["active"]
     first = versions[0]["version"]
     assert run("train", "--device", "synth", "--folds", "2", "--time-budget", "1").exit_code == 0
     r = run("models", "show", "--device", "synth", "--json")
-    assert json.loads(r.output)["version"] != first
+    assert json.loads(r.stdout)["version"] != first
     r = run("models", "activate", "--device", "synth", first)
     assert r.exit_code == 0 and first in r.output
     r = run("models", "show", "--device", "synth", first)
@@ -176,7 +176,30 @@ def test_evaluate_holdout_csv(device_with_data, tmp_path):
     synthetic_rows(seed=4).drop(columns=["fio_version"]).head(40).to_csv(path, index=False)
     r = run("evaluate", "--device", "synth", "--holdout", str(path), "--json")
     assert r.exit_code == 0, r.output
-    report = json.loads(r.output)
+    report = json.loads(r.stdout)
     assert report["method"] == "holdout" and report["metrics"]["iops"]["n"] == 40
     r = run("evaluate", "--device", "synth", "--holdout", str(tmp_path / "nope.csv"))
     assert r.exit_code == 2
+
+
+def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
+    from modeling.selection import default_candidates as real_defaults
+
+    seen: list[tuple[str, ...]] = []
+
+    def record(feature_sets=("extended",), *a, **k):
+        seen.append(tuple(feature_sets))
+        return [c for c in fast_candidates() if c.feature_set in feature_sets] or real_defaults(
+            feature_sets, quick=True
+        )
+
+    monkeypatch.setattr(modeling.fit, "default_candidates", record)
+    r = run("train", "--device", "synth", "--folds", "3", "--features", "basic", "--json")
+    assert r.exit_code == 0, r.output
+    manifest = json.loads(r.stdout)["manifest"]
+    assert manifest["feature_sets"] == ["basic"] and seen[-1] == ("basic",)
+    assert {m["global"]["feature_set"] for m in manifest["metrics"].values()} == {"basic"}
+
+    r = run("train", "--device", "synth", "--features", "fancy")
+    assert r.exit_code == 2
+    assert "unknown feature choice 'fancy'" in r.output and "extended, basic, both" in r.output
