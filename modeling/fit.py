@@ -30,6 +30,7 @@ from modeling.selection import (
     Candidate,
     Selection,
     conformal_q,
+    clearly_better,
     cv_folds,
     default_candidates,
     for_metric,
@@ -48,8 +49,6 @@ INTERVAL_LEVEL = 0.9
 """Nominal coverage of the prediction intervals."""
 PHYSICS_TOLERANCE = 1.05
 """A physics derivation is kept unless a direct model has a CV error this many times lower."""
-REGION_MARGIN = 0.9
-"""`auto` uses a region model only when its CV error is below this fraction of the global one."""
 LAW_HOLDS = 0.02
 """A law whose median gap on the measurements is below this is used without trying a free model."""
 _LAW_NAMES = {"bandwidth_mib_s": "IOPS x mean request size", "latency_mean_us": "Little's law"}
@@ -180,9 +179,7 @@ def fit_device_model(
     # Where a law holds on the measurements themselves (bandwidth = IOPS x size always does;
     # Little's law does for closed-loop engines, not for psync), fitting a free model for
     # that metric is wasted time: it can only learn the law back, with noise.
-    gaps = {
-        m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE
-    }
+    gaps = {m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE}
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
     calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
     per_call = None if time_budget_s is None else max(time_budget_s / calls, 0.0)
@@ -238,8 +235,9 @@ def fit_device_model(
             rsel = select(w[mask], y[mask], rsplits, for_metric(cands, metric), per_call, tune=tune)
             region_sel[(metric, region)] = rsel
             global_mre = _mre(sel.oof[mask], y[mask])
-            # a region model must clearly beat the global one: with few points the CV choice is noisy
-            use = rsel.mre < global_mre * REGION_MARGIN
+            # a region model must clearly beat the global one there, by the same paired rule
+            # as any challenger: with a few dozen points the CV comparison is noisy
+            use = clearly_better(relative_errors(sel.oof[mask], y[mask]), relative_errors(rsel.oof, y[mask]))
             if use:
                 auto.add(region)
             scopes[region] = _scope(region, rsel, w[mask], y[mask], runs.q(rsel.oof, metric, mask))

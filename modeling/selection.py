@@ -305,12 +305,17 @@ class _Option:
     errors: np.ndarray
 
 
+def clearly_better(
+    incumbent: np.ndarray, challenger: np.ndarray, tolerance: float = SELECT_TOLERANCE
+) -> bool:
+    """Whether per-point errors ``challenger`` beat ``incumbent`` by ``tolerance`` paired standard errors."""
+    gain = incumbent - challenger
+    return bool(gain.mean() > tolerance * gain.std() / np.sqrt(len(gain)) + 1e-12)
+
+
 def _challenge(champion: _Option | None, challenger: _Option, tolerance: float) -> _Option:
-    """The challenger if it beats the champion by ``tolerance`` paired standard errors."""
-    if champion is None:
-        return challenger
-    gain = champion.errors - challenger.errors
-    if gain.mean() > tolerance * gain.std() / np.sqrt(len(gain)) + 1e-12:
+    """The challenger if it clearly beats the champion, else the champion."""
+    if champion is None or clearly_better(champion.errors, challenger.errors, tolerance):
         return challenger
     return champion
 

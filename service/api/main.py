@@ -96,12 +96,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_upload_bytes)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)  # added last = outermost: sees every answer
     app.include_router(api_router)
-    _add_schemas(app, predict.batch_schemas())
+    _add_schemas(app, predict.body_schemas())
     return app
 
 
 def _add_schemas(app: FastAPI, schemas: dict[str, Any]) -> None:
-    """Add component schemas that routes reference by hand (the batch body) to the OpenAPI document."""
+    """Add component schemas that routes reference by hand (predict bodies) to the OpenAPI document."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
