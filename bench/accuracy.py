@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from modeling.adaptive import propose_points  # noqa: E402
 from modeling.evaluate import evaluate_frame  # noqa: E402
-from modeling.features import workload_matrix  # noqa: E402
+from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.fit import fit_device_model  # noqa: E402
 from modeling.selection import _c, relative_errors  # noqa: E402
 from modeling.store import DataDir  # noqa: E402

@@ -14,7 +14,8 @@ import pandas as pd
 from sklearn.ensemble import RandomForestRegressor
 
 from modeling.errors import InvalidInput
-from modeling.features import compute_features, workload_matrix
+from modeling.features import compute_features
+from modeling.workload_matrix import workload_matrix
 from modeling.workload import METRICS, WORKLOAD_FIELDS, Workload
 
 MIN_MODEL_ROWS = 8

@@ -17,6 +17,7 @@ model itself on sample points, and a model whose grid would be too large is not 
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from typing import Any, Literal
 
 import numpy as np
@@ -45,9 +46,18 @@ class CompiledEstimator:
         self.strides = (
             np.cumprod([1] + sizes[::-1])[:-1][::-1].astype(np.int64) if sizes else np.array([], np.int64)
         )
+        # the same search in plain Python, for one row (bisect_left is searchsorted's "left")
+        bisect = bisect_left if side == "left" else bisect_right
+        self._scalar = [
+            (th.tolist(), col, int(stride), bisect)
+            for th, col, stride in zip(self.thresholds, self.used, self.strides, strict=True)
+        ]
 
     def cell_index(self, X32: np.ndarray) -> np.ndarray:
         """Flat table index of each row."""
+        if X32.shape[0] == 1:
+            row = X32[0].tolist()  # float32 values, exactly, as Python floats
+            return np.array([sum(find(th, row[col]) * stride for th, col, stride, find in self._scalar)])
         idx = np.zeros(X32.shape[0], dtype=np.int64)
         for th, col, stride in zip(self.thresholds, self.used, self.strides, strict=True):
             idx += np.searchsorted(th, X32[:, col].astype(np.float64), side=self.side) * stride

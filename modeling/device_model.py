@@ -1,9 +1,8 @@
 """A device's trained models, ready to predict: :class:`DeviceModel`.
 
-Per metric a :class:`MetricSpec` holds a global :class:`ScopeModel` and, where a region
-had enough data, one per workload region.  A metric is either ``direct`` (its own
-estimator) or ``derived`` from the IOPS prediction by physics: bandwidth = IOPS x mean
-request size, and Little's law, mean latency = outstanding I/O / IOPS.
+Per metric a :class:`~modeling.metric_models.MetricSpec` says how it is predicted (its
+own estimators, derived from IOPS by physics, or a ratio to the mean latency) with a
+global model and, where a region had enough data, one per workload region.
 
 Every prediction carries a split-conformal interval (``value * exp(-+q)``, ``q`` the
 quantile of out-of-fold absolute log errors) and an extrapolation flag: set when any
@@ -21,75 +20,11 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
-from modeling.estimator_base import RegressorBase
-from modeling.features import FEATURE_SETS, compute_features, fill_defaults, mean_request_size, outstanding_io
-from modeling.workload import MAX_REQUEST_SIZE, METRICS, MIB, REGION_NAMES, WORKLOAD_FIELDS, Workload
-
-_F = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
-# (low, high, integer?) limits of each field, as the Workload type enforces them
-_LIMITS = {
-    "write_ratio": (0.0, 1.0),
-    "queue_depth": (1, 4096),
-    "request_size": (512, MAX_REQUEST_SIZE),
-    "randomness": (0.0, 1.0),
-    "numjobs": (1, 1024),
-    "read_size": (512, MAX_REQUEST_SIZE),
-    "write_size": (512, MAX_REQUEST_SIZE),
-    "read_randomness": (0.0, 1.0),
-    "write_randomness": (0.0, 1.0),
-}
-
-
-@dataclass
-class ScopeModel:
-    """The model of one metric on one scope (``global`` or a region)."""
-
-    scope: str
-    # (feature set, fitted estimator) pairs; their predictions are blended on the log
-    # scale with ``weights`` (equal when None).  Empty when the metric is derived from IOPS.
-    members: list[tuple[str, RegressorBase]]
-    q: float  # conformal half-width on the log scale; NaN when not calibrated
-    lo: np.ndarray  # per workload field: smallest value trained on
-    hi: np.ndarray
-    cv: dict[str, Any] = field(default_factory=dict)
-    scale: float = 1.0  # multiplier that minimised the out-of-fold relative error
-    weights: list[float] | None = None
-
-    runners: list[tuple[str, Any]] = field(default_factory=list, repr=False)
-
-    def compile(self) -> None:
-        """Prepare lookup tables (see :mod:`modeling.compiled`) for fast prediction."""
-        from modeling.compiled import compile_estimator
-
-        self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
-
-    @property
-    def estimator(self) -> RegressorBase | None:
-        """The first (usually only) estimator, if any."""
-        return self.members[0][1] if self.members else None
-
-    def predict(self, features: dict[str, np.ndarray]) -> np.ndarray:
-        """Raw prediction (scaled) from the feature matrices by feature set."""
-        runners = self.runners or self.members
-        if len(runners) == 1:
-            fs, est = runners[0]
-            return est.predict_fast(features[fs]) * self.scale
-        weights = self.weights or [1.0 / len(runners)] * len(runners)
-        total = np.zeros(len(next(iter(features.values()))))
-        for (fs, est), weight in zip(runners, weights, strict=True):
-            total += weight * np.log(np.maximum(est.predict_fast(features[fs]), 1e-12))
-        return np.exp(total) * self.scale
-
-
-@dataclass
-class MetricSpec:
-    """How one metric is predicted."""
-
-    metric: str
-    mode: str  # "direct", "derived" (from IOPS) or "ratio" (tail latency = ratio x mean latency)
-    scopes: dict[str, ScopeModel]
-    auto_regions: frozenset[str] = frozenset()
-
+from modeling.features import compute_features
+from modeling.metric_models import MetricSpec, ScopeModel, derive_metric
+from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS, Workload
+from modeling.workload_matrix import FIELD_INDEX as _F
+from modeling.workload_matrix import check_matrix, fill_defaults, region_codes
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -109,31 +44,6 @@ class Prediction:
     device: str
     model_version: str
     predictions: dict[str, MetricPrediction]
-
-
-def region_codes(w: np.ndarray) -> np.ndarray:
-    """Index into REGION_NAMES of each row of a workload matrix."""
-    write = w[:, _F["write_ratio"]] > 0.5
-    seq = w[:, _F["randomness"]] < 0.5
-    large = w[:, _F["request_size"]] > 32 * 1024
-    return write.astype(np.int64) * 4 + seq.astype(np.int64) * 2 + large.astype(np.int64)
-
-
-def check_matrix(w: np.ndarray) -> None:
-    """Raise ``InvalidInput`` naming the field and row of the first invalid value."""
-    for name, (lo, hi) in _LIMITS.items():
-        col = w[:, _F[name]]
-        bad = ~((col >= lo) & (col <= hi))
-        if name in ("queue_depth", "numjobs"):
-            bad |= col != np.round(col)
-        elif name.endswith("size"):
-            bad |= np.mod(col, 512) != 0
-        if bad.any():
-            row = int(np.argmax(bad))
-            raise InvalidInput(
-                f"invalid workload in row {row + 1}: {name}={col[row]!r} (allowed {lo}..{hi})",
-                details={"field": name, "row": row},
-            )
 
 
 class DeviceModel:
@@ -230,7 +140,7 @@ class DeviceModel:
             raise InvalidInput(
                 f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
             )
-        ctx = _Context(w, region_codes(w), {fs: compute_features(w, fs) for fs in FEATURE_SETS}, model)
+        ctx = _Context(w, region_codes(w), _Features(w), model)
         ctx.no_data = ~self._data_region_mask[ctx.codes]
         return {metric: self._predict_metric(metric, ctx) for metric in wanted}
 
@@ -240,36 +150,39 @@ class DeviceModel:
         if metric in ctx.done:
             return ctx.done[metric]
         w = ctx.w
+        n = len(w)
         spec = self.specs[metric]
         base = self.specs["iops"] if spec.mode == "derived" else spec
         scope_of_row = self._scope_rows(base, ctx.codes, ctx.model, metric)
-        value = np.empty(len(w))
-        q = np.empty(len(w))
-        extrap = ctx.no_data.copy()
-        factor = np.ones(len(w))
-        for scope, rows in scope_of_row.items():
-            sm = base.scopes[scope]
-            key = ("iops" if spec.mode == "derived" else metric, scope)
-            if key not in ctx.cache:
-                ctx.cache[key] = sm.predict(ctx.features)
-            value[rows] = ctx.cache[key][rows]
-            own = spec.scopes.get(scope)
-            q[rows] = own.q if own is not None else np.nan
-            if spec.mode == "derived" and own is not None:
-                factor[rows] = own.scale
-            wr = w[rows]
-            extrap[rows] |= np.any((wr < sm.lo - 1e-9) | (wr > sm.hi + 1e-9), axis=1)
+        source = "iops" if spec.mode == "derived" else metric
+        if len(scope_of_row) == 1:  # the common case: one model for every row, no masks
+            ((scope, _),) = scope_of_row.items()
+            sm, own = base.scopes[scope], spec.scopes.get(scope)
+            value = ctx.predict(source, sm)
+            q: Any = own.q if own is not None else np.nan
+            factor: Any = own.scale if spec.mode == "derived" and own is not None else 1.0
+            extrap = ctx.no_data | ctx.outside(sm)
+            names = np.full(n, scope, dtype=object)
+        else:
+            value, q, factor = np.empty(n), np.empty(n), np.ones(n)
+            extrap = ctx.no_data.copy()
+            names = np.empty(n, dtype=object)
+            for scope, rows in scope_of_row.items():
+                sm, own = base.scopes[scope], spec.scopes.get(scope)
+                value[rows] = ctx.predict(source, sm)[rows]
+                q[rows] = own.q if own is not None else np.nan
+                if spec.mode == "derived" and own is not None:
+                    factor[rows] = own.scale
+                extrap[rows] |= ctx.outside(sm)[rows]
+                names[rows] = scope
         if spec.mode == "derived":
-            value = _derive(metric, value, w) * factor
+            value = derive_metric(metric, value, w) * factor
         elif spec.mode == "ratio":
             # the model predicts the ratio to the mean latency (tail / mean)
             mean, _, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
             value = value * mean
-            extrap |= mean_extrap
+            extrap = extrap | mean_extrap
         value = np.maximum(value, 0.0)
-        names = np.empty(len(w), dtype=object)
-        for scope, rows in scope_of_row.items():
-            names[rows] = scope
         ctx.done[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, names)
         return ctx.done[metric]
 
@@ -306,28 +219,43 @@ class DeviceModel:
         return rows
 
 
+class _Features:
+    """The feature matrices of a workload matrix, computed once each, when first needed."""
+
+    def __init__(self, w: np.ndarray) -> None:
+        self.w = w
+        self.sets: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, feature_set: str) -> np.ndarray:
+        matrix = self.sets.get(feature_set)
+        if matrix is None:
+            matrix = self.sets[feature_set] = compute_features(self.w, feature_set)
+        return matrix
+
+
 @dataclass
 class _Context:
     """Per-call state of one batch prediction."""
 
     w: np.ndarray
     codes: np.ndarray
-    features: dict[str, np.ndarray]
+    features: _Features
     model: str
     no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     done: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[int, np.ndarray] = field(default_factory=dict)
 
+    def predict(self, metric: str, sm: ScopeModel) -> np.ndarray:
+        """A scope model's raw prediction for every row (each model runs once per call)."""
+        key = (metric, sm.scope)
+        if key not in self.cache:
+            self.cache[key] = sm.predict(self.features)
+        return self.cache[key]
 
-def _derive(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """A metric from predicted IOPS by physics (bandwidth law, Little's law)."""
-    safe = np.maximum(iops, 1e-9)
-    if metric == "bandwidth_mib_s":
-        return iops * mean_request_size(w) / MIB
-    if metric == "latency_mean_us":
-        return outstanding_io(w) / safe * 1e6
-    raise ValueError(f"{metric} cannot be derived from IOPS")
-
-
-DERIVABLE = ("bandwidth_mib_s", "latency_mean_us")
-derive_metric = _derive
+    def outside(self, sm: ScopeModel) -> np.ndarray:
+        """Rows with a field outside the range the scope's model was trained on."""
+        hit = self.ranges.get(id(sm))
+        if hit is None:
+            hit = self.ranges[id(sm)] = np.any((self.w < sm.lo - 1e-9) | (self.w > sm.hi + 1e-9), axis=1)
+        return hit

@@ -21,13 +21,15 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from modeling.device_model import DERIVABLE, derive_metric, region_codes
+from modeling.metric_models import DERIVABLE, derive_metric
+from modeling.workload_matrix import region_codes
 from modeling.errors import InvalidInput, NoData
-from modeling.features import FEATURE_SETS, workload_matrix
+from modeling.features import FEATURE_SETS
+from modeling.workload_matrix import workload_matrix
 from modeling.fit import fit_device_model, training_rows
 from modeling.selection import Candidate, cv_folds, default_candidates, relative_errors, workload_groups
 from modeling.store import DataDir
-from modeling.workload import METRICS, REGION_NAMES
+from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
 
 @dataclass
@@ -43,6 +45,9 @@ class EvaluationReport:
     physics: dict[str, dict[str, Any]] = field(default_factory=dict)
     noise_floor: dict[str, Any] | None = None
     seconds: float = 0.0
+    # per measured row: workload fields, measured and out-of-fold predicted metrics with
+    # intervals (kept out of to_dict: the JSON report stays a summary)
+    points: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"device": ..., "metrics": {metric: {"mre": float, "n": int, ...}}, ...}``."""
@@ -258,6 +263,13 @@ def _evaluate(
         entry["extrapolated"] = float(extrap[m].mean())
         metrics[m] = entry
     report = EvaluationReport(device, method, len(scored), metrics)
+    report.points = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(
+        **{m: ys[m] for m in METRICS},
+        **{f"pred_{m}": auto[m] for m in METRICS},
+        **{f"pred_{m}_lower": lower[m] for m in METRICS},
+        **{f"pred_{m}_upper": upper[m] for m in METRICS},
+        **{f"{m}_extrapolated": extrap[m] for m in METRICS},
+    )
     if compare_feature_sets:
         report.feature_sets = {
             fs: {m: float(relative_errors(fs_pred[fs][m][scored], ys[m]).mean()) for m in METRICS}

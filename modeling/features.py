@@ -6,13 +6,13 @@
   (queue_depth x numjobs), log2 scales, per-direction sizes and randomness and the mean
   request size of the mix.
 
-Everything works on a plain ``(n, 9)`` float matrix of :data:`WORKLOAD_FIELDS` so that
-batch prediction stays vectorised; :func:`workload_matrix` builds it from a DataFrame and
-fills the extended fields' defaults where they are missing.
+Everything works on the plain ``(n, 9)`` workload matrix of
+:mod:`modeling.workload_matrix`, so that batch prediction stays vectorised.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 import numpy as np
@@ -22,6 +22,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from modeling.errors import InvalidInput
 from modeling.workload import WORKLOAD_FIELDS
+from modeling.workload_matrix import FIELD_INDEX as _IDX
+from modeling.workload_matrix import mean_request_size, outstanding_io, workload_matrix
 
 FEATURE_SETS: Final[tuple[str, ...]] = ("basic", "extended")
 FEATURE_CHOICES: Final[dict[str, tuple[str, ...]]] = {
@@ -48,7 +50,6 @@ FEATURE_NAMES: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 
-_IDX = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
 
 
 def feature_choice(name: str) -> tuple[str, ...]:
@@ -62,50 +63,12 @@ def feature_choice(name: str) -> tuple[str, ...]:
         ) from None
 
 
-def workload_matrix(frame: pd.DataFrame) -> np.ndarray:
-    """The ``(n, 9)`` float64 matrix of workload fields, extended defaults filled in."""
-    n = len(frame)
-    out = np.empty((n, len(WORKLOAD_FIELDS)), dtype=np.float64)
-    for name, i in _IDX.items():
-        if name in frame.columns:
-            out[:, i] = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
-            out[:, i] = np.nan
-    fill_defaults(out)
-    return out
-
-
-def fill_defaults(w: np.ndarray) -> np.ndarray:
-    """Fill NaN extended fields in place: numjobs 1, per-direction values from the basic ones."""
-    nj = w[:, _IDX["numjobs"]]
-    nj[np.isnan(nj)] = 1.0
-    for field, source in (
-        ("read_size", "request_size"),
-        ("write_size", "request_size"),
-        ("read_randomness", "randomness"),
-        ("write_randomness", "randomness"),
-    ):
-        col = w[:, _IDX[field]]
-        gap = np.isnan(col)
-        col[gap] = w[gap, _IDX[source]]
-    return w
-
-
-def mean_request_size(w: np.ndarray) -> np.ndarray:
-    """Mean bytes per request of the read/write mix."""
-    wr = w[:, _IDX["write_ratio"]]
-    return (1.0 - wr) * w[:, _IDX["read_size"]] + wr * w[:, _IDX["write_size"]]
-
-
-def outstanding_io(w: np.ndarray) -> np.ndarray:
-    """Total I/Os in flight: queue_depth x numjobs."""
-    return w[:, _IDX["queue_depth"]] * w[:, _IDX["numjobs"]]
-
-
 def compute_features(w: np.ndarray, feature_set: str) -> np.ndarray:
     """Feature matrix (float32, as the tree libraries want it) of a workload matrix."""
     if feature_set not in FEATURE_NAMES:
         raise ValueError(f"unknown feature set {feature_set!r}; use one of {FEATURE_SETS}")
+    if w.shape[0] == 1:
+        return _features_of_one(w[0].tolist(), feature_set)
     c = _IDX
     cols = [
         w[:, c["write_ratio"]],
@@ -124,6 +87,26 @@ def compute_features(w: np.ndarray, feature_set: str) -> np.ndarray:
             np.log2(mean_request_size(w)),
         ]
     return np.ascontiguousarray(np.column_stack(cols), dtype=np.float32)
+
+
+def _features_of_one(row: list[float], feature_set: str) -> np.ndarray:
+    """:func:`compute_features` of one workload in plain floats: a served prediction is
+    one workload, and a dozen numpy calls on length-1 columns cost more than the model."""
+    c = _IDX
+    wr, qd, size = row[c["write_ratio"]], row[c["queue_depth"]], row[c["request_size"]]
+    out = [wr, math.log2(qd), math.log2(size), row[c["randomness"]]]
+    if feature_set == "extended":
+        nj, rs, ws = row[c["numjobs"]], row[c["read_size"]], row[c["write_size"]]
+        out += [
+            math.log2(nj),
+            math.log2(qd * nj),
+            math.log2(rs),
+            math.log2(ws),
+            row[c["read_randomness"]],
+            row[c["write_randomness"]],
+            math.log2((1.0 - wr) * rs + wr * ws),
+        ]
+    return np.array([out], dtype=np.float32)
 
 
 class WorkloadFeatures(TransformerMixin, BaseEstimator):

@@ -22,10 +22,12 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from modeling.device_model import DERIVABLE, DeviceModel, MetricSpec, ScopeModel, derive_metric, region_codes
+from modeling.device_model import DeviceModel
+from modeling.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
+from modeling.workload_matrix import region_codes, workload_matrix
 from modeling.errors import NoData
 from modeling.estimators import make_estimator
-from modeling.features import compute_features, workload_matrix
+from modeling.features import compute_features
 from modeling.selection import (
     Candidate,
     Selection,

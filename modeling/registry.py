@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from modeling.device_model import DeviceModel, MetricSpec, ScopeModel
+from modeling.device_model import DeviceModel
+from modeling.metric_models import MetricSpec, ScopeModel
 from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
 from modeling.serialize import export_estimator, import_estimator

@@ -24,17 +24,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 from nbdata import open_device
-from sklearn.base import clone
-from sklearn.model_selection import cross_val_predict
-
-from modeling.device_model import derive_metric, region_codes
 from modeling.evaluate import evaluate_device
-from modeling.features import compute_features, outstanding_io
-from modeling.fit import INTERVAL_LEVEL, training_rows
+from modeling.fit import INTERVAL_LEVEL
 from modeling.registry import ModelRegistry
-from modeling.selection import cv_folds, relative_errors, workload_groups
+from modeling.selection import relative_errors
 from modeling.train import train_device
-from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES
+from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, WORKLOAD_FIELDS
+from modeling.workload_matrix import outstanding_io, region_codes
 
 FOLDS = int(os.environ.get("SSDPREDICT_NB_FOLDS", "5"))
 TIME_BUDGET_S = float(os.environ.get("SSDPREDICT_NB_TIME_BUDGET_S", "60"))
@@ -56,7 +52,8 @@ print(f"device {DEVICE}: {len(measurements)} measured points in {datadir.root}")
 # %%
 version = train_device(datadir, DEVICE, folds=FOLDS, time_budget_s=TIME_BUDGET_S, activate=False)
 model = ModelRegistry(datadir).load(DEVICE, version.version)
-report = evaluate_device(datadir, DEVICE, folds=FOLDS, time_budget_s=TIME_BUDGET_S).to_dict()
+evaluation = evaluate_device(datadir, DEVICE, folds=FOLDS, time_budget_s=TIME_BUDGET_S)
+report = evaluation.to_dict()
 print(f"model version {version.version} (not activated); evaluation: {report['method']}, n={report['n']}")
 summary = pd.DataFrame(report["metrics"]).T
 summary["mode"] = [model.specs[m].mode for m in summary.index]
@@ -64,39 +61,20 @@ summary["estimator"] = [version.manifest["metrics"][m]["global"]["estimator"] fo
 display(summary[["mode", "estimator", "mre", "median_re", "p90_re", "r2", "coverage", "extrapolated"]])
 
 # %% [markdown]
-# ## Cross-validated predictions per point
-# The evaluation report gives error summaries, not per-point predictions, so the next cell
-# computes out-of-fold predictions with scikit-learn's `cross_val_predict` on a clone of
-# each estimator of the stored global model, with the same grouped folds training used,
-# and combines them the way the model does (geometric mean of its members, times its
-# calibration scale). Metrics the model derives from IOPS are derived from the
-# out-of-fold IOPS the same way, times their own scale. Hyper-parameters and scales were
-# chosen on all the data, so these errors are slightly optimistic next to the nested
-# figures above.
+# ## Out-of-fold predictions per point
+# The evaluation keeps, for every measured workload, the prediction of the model trained
+# *without* it (in its outer fold) and that model's interval: the per-point view of the
+# nested figures above.
 
 # %%
-w, ys, _ = training_rows(measurements)
-splits = cv_folds(workload_groups(w), FOLDS)
-oof: dict[str, np.ndarray] = {}
-for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):  # derived metrics need IOPS first
-    spec = model.specs[metric]
-    scope = spec.scopes["global"]
-    if spec.mode == "derived":
-        oof[metric] = derive_metric(metric, oof["iops"], w) * scope.scale
-        continue
-    members = [
-        cross_val_predict(clone(est), compute_features(w, feature_set), ys[metric], cv=splits)
-        for feature_set, est in scope.members
-    ]
-    logs = np.log(np.maximum(members, 1e-12))
-    oof[metric] = np.exp(logs.mean(axis=0)) * scope.scale
+points = evaluation.points
+ys = {m: points[m].to_numpy() for m in METRICS}
+oof = {m: points[f"pred_{m}"].to_numpy() for m in METRICS}
+w = points[list(WORKLOAD_FIELDS)].to_numpy()
 errors = pd.DataFrame({m: relative_errors(oof[m], ys[m]) for m in METRICS})
 errors["region"] = np.asarray(REGION_NAMES)[region_codes(w)]
 errors["outstanding_io"] = outstanding_io(w)
-# training scored its choice on the same folds: the two should agree
-print("out-of-fold MRE:", ", ".join(
-    f"{m} {errors[m].mean():.1%} (training: {version.manifest['cv_mre'][m]:.1%})" for m in METRICS
-))
+print("out-of-fold MRE:", ", ".join(f"{m} {errors[m].mean():.1%}" for m in METRICS))
 
 # %% [markdown]
 # ## Predicted vs measured
@@ -205,8 +183,8 @@ else:
 # Every prediction comes with an interval meant to hold the measured value in
 # `interval_level` of the cases. Left: the coverage the nested evaluation measured, per
 # metric, against that nominal level; well below it means the intervals are too narrow to
-# rely on. Right: the out-of-fold IOPS predictions with the stored model's interval width,
-# sorted by measured IOPS.
+# rely on. Right: the out-of-fold IOPS predictions with their intervals, sorted by
+# measured IOPS.
 
 # %%
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -216,11 +194,11 @@ left.axhline(INTERVAL_LEVEL, color="k", ls="--", lw=1, label=f"nominal {INTERVAL
 left.set(ylim=(0, 1), ylabel="share of measured values inside the interval",
          title="interval coverage (nested CV)")
 left.legend(loc="lower right")
-q = model.specs["iops"].scopes["global"].q
 order = np.argsort(ys["iops"])
 x = np.arange(len(order))
 predicted = oof["iops"][order]
-right.fill_between(x, predicted * np.exp(-q), predicted * np.exp(q), alpha=0.3, label="interval")
+low, high = (points[f"pred_iops_{side}"].to_numpy()[order] for side in ("lower", "upper"))
+right.fill_between(x, low, high, alpha=0.3, label="interval")
 right.plot(x, predicted, lw=1, label="predicted (out of fold)")
 right.scatter(x, ys["iops"][order], s=8, color="k", label="measured", zorder=3)
 right.set(yscale="log", xlabel="workloads, by measured IOPS", ylabel="IOPS", title="IOPS intervals")

@@ -7,7 +7,8 @@ import pytest
 
 from modeling.compiled import compile_estimator
 from modeling.estimators import CartRegressor, ExtraTreesModel, XGBoostModel
-from modeling.features import compute_features, workload_matrix
+from modeling.features import compute_features
+from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import synthetic_rows
 
 

@@ -14,7 +14,8 @@ from modeling.estimators import (
     LoadGatedModel,
     XGBoostModel,
 )
-from modeling.features import FEATURE_NAMES, WorkloadFeatures, compute_features, workload_matrix
+from modeling.features import FEATURE_NAMES, WorkloadFeatures, compute_features
+from modeling.workload_matrix import workload_matrix
 
 
 @parametrize_with_checks(

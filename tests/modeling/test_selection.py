@@ -14,7 +14,7 @@ from modeling.selection import (
     select,
 )
 from tests.modeling.conftest import synthetic_rows
-from modeling.features import workload_matrix
+from modeling.workload_matrix import workload_matrix
 
 
 def _data():

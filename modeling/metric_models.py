@@ -1,0 +1,90 @@
+"""How one metric is predicted: :class:`MetricSpec`, made of :class:`ScopeModel` per scope.
+
+A metric has a ``global`` scope model and, where a region had enough data, one per
+workload region.  It is either ``direct`` (its own estimators), ``derived`` from the IOPS
+prediction by physics (:func:`derive_metric`: bandwidth = IOPS x mean request size, and
+Little's law, mean latency = outstanding I/O / IOPS), or a ``ratio`` (tail latency as a
+learned multiple of the mean latency).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from modeling.estimator_base import RegressorBase
+from modeling.workload import MIB
+from modeling.workload_matrix import mean_request_size, outstanding_io
+
+
+class FeatureLookup(Protocol):
+    """Feature matrices by feature set name (a dict, or features computed on demand)."""
+
+    def __getitem__(self, feature_set: str, /) -> np.ndarray: ...
+
+
+@dataclass
+class ScopeModel:
+    """The model of one metric on one scope (``global`` or a region)."""
+
+    scope: str
+    # (feature set, fitted estimator) pairs; their predictions are blended on the log
+    # scale with ``weights`` (equal when None).  Empty when the metric is derived from IOPS.
+    members: list[tuple[str, RegressorBase]]
+    q: float  # conformal half-width on the log scale; NaN when not calibrated
+    lo: np.ndarray  # per workload field: smallest value trained on
+    hi: np.ndarray
+    cv: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0  # multiplier that minimised the out-of-fold relative error
+    weights: list[float] | None = None
+
+    runners: list[tuple[str, Any]] = field(default_factory=list, repr=False)
+
+    def compile(self) -> None:
+        """Prepare lookup tables (see :mod:`modeling.compiled`) for fast prediction."""
+        from modeling.compiled import compile_estimator
+
+        self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
+
+    @property
+    def estimator(self) -> RegressorBase | None:
+        """The first (usually only) estimator, if any."""
+        return self.members[0][1] if self.members else None
+
+    def predict(self, features: FeatureLookup) -> np.ndarray:
+        """Raw prediction (scaled) from the feature matrices by feature set."""
+        runners = self.runners or self.members
+        if len(runners) == 1:
+            fs, est = runners[0]
+            return est.predict_fast(features[fs]) * self.scale
+        weights = self.weights or [1.0 / len(runners)] * len(runners)
+        total: Any = 0.0
+        for (fs, est), weight in zip(runners, weights, strict=True):
+            total = total + weight * np.log(np.maximum(est.predict_fast(features[fs]), 1e-12))
+        return np.exp(total) * self.scale
+
+
+@dataclass
+class MetricSpec:
+    """How one metric is predicted."""
+
+    metric: str
+    mode: str  # "direct", "derived" (from IOPS) or "ratio" (tail latency = ratio x mean latency)
+    scopes: dict[str, ScopeModel]
+    auto_regions: frozenset[str] = frozenset()
+
+
+def derive_metric(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A metric from predicted IOPS by physics (bandwidth law, Little's law)."""
+    safe = np.maximum(iops, 1e-9)
+    if metric == "bandwidth_mib_s":
+        return iops * mean_request_size(w) / MIB
+    if metric == "latency_mean_us":
+        return outstanding_io(w) / safe * 1e6
+    raise ValueError(f"{metric} cannot be derived from IOPS")
+
+
+DERIVABLE = ("bandwidth_mib_s", "latency_mean_us")
+"""Metrics that :func:`derive_metric` can derive from IOPS."""
