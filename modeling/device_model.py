@@ -12,6 +12,7 @@ workload's region had no measurements at all.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Sequence
@@ -21,8 +22,8 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.metric_models import MetricSpec, ScopeModel, derive_metric
-from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS, Workload
+from modeling.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
+from modeling.workload import METRICS, REGION_NAMES, SMALL_REQUEST_MAX, WORKLOAD_FIELDS, Workload
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, fill_defaults, region_codes
 
@@ -64,10 +65,11 @@ class DeviceModel:
         self.data_regions = data_regions
         self.manifest = manifest or {}
         self._data_region_mask = np.array([r in data_regions for r in REGION_NAMES])
+        self._no_data = [r not in data_regions for r in REGION_NAMES]
         # preload: every table is built once here, never per call
         for spec in specs.values():
             for sm in spec.scopes.values():
-                if sm.members and not sm.runners:
+                if not sm.runners:
                     sm.compile()
 
     # -- public API ----------------------------------------------------------------------
@@ -76,18 +78,17 @@ class DeviceModel:
         self, workload: Workload, metrics: Sequence[str] | None = None, model: str = "auto"
     ) -> Prediction:
         """Predict the metrics of one workload."""
-        w = np.array([[float(getattr(workload, f)) for f in WORKLOAD_FIELDS]], dtype=np.float64)
-        out = self.predict_matrix(w, metrics, model)
-        preds = {}
-        for metric, (value, lower, upper, extrap, scope) in out.items():
-            lo, hi = float(lower[0]), float(upper[0])
-            preds[metric] = MetricPrediction(
-                value=float(value[0]),
-                lower=None if np.isnan(lo) else lo,
-                upper=None if np.isnan(hi) else hi,
-                extrapolated=bool(extrap[0]),
-                model=str(scope[0]),
+        row = [float(getattr(workload, f)) for f in WORKLOAD_FIELDS]
+        preds = {
+            metric: MetricPrediction(
+                value=value,
+                lower=None if math.isnan(lower) else lower,
+                upper=None if math.isnan(upper) else upper,
+                extrapolated=extrap,
+                model=scope,
             )
+            for metric, (value, lower, upper, extrap, scope) in self.predict_row(row, metrics, model).items()
+        }
         return Prediction(device=self.device, model_version=self.version, predictions=preds)
 
     def predict_frame(
@@ -135,11 +136,7 @@ class DeviceModel:
         self, w: np.ndarray, metrics: Sequence[str] | None = None, model: str = "auto"
     ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per metric: (value, lower, upper, extrapolated, scope name) arrays for a workload matrix."""
-        wanted = self._check_metrics(metrics)
-        if model not in ("auto", "global") and model not in REGION_NAMES:
-            raise InvalidInput(
-                f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
-            )
+        wanted = self._check_request(metrics, model)
         ctx = _Context(w, region_codes(w), _Features(w), model)
         ctx.no_data = ~self._data_region_mask[ctx.codes]
         return {metric: self._predict_metric(metric, ctx) for metric in wanted}
@@ -186,7 +183,50 @@ class DeviceModel:
         ctx.done[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, names)
         return ctx.done[metric]
 
-    def _check_metrics(self, metrics: Sequence[str] | None) -> tuple[str, ...]:
+    def predict_row(
+        self, row: list[float], metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> dict[str, tuple[float, float, float, bool, str]]:
+        """:meth:`predict_matrix` of one workload (a list of the 9 fields), in plain floats.
+
+        The service's common case.  The same models and scope choices as the matrix path
+        (tests hold the two equal), without a dozen numpy calls per metric on length-1
+        arrays, which would cost more than the models themselves.
+        """
+        wanted = self._check_request(metrics, model)
+        wr, rnd, size = row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]]
+        code = (wr > 0.5) * 4 + (rnd < 0.5) * 2 + (size > SMALL_REQUEST_MAX) * 1
+        w = np.array([row], dtype=np.float64)
+        state = _RowState(row, w, code, _Features(w), model)
+        return {metric: self._predict_row_metric(metric, state) for metric in wanted}
+
+    def _predict_row_metric(self, metric: str, st: _RowState) -> tuple[float, float, float, bool, str]:
+        if metric in st.done:
+            return st.done[metric]
+        spec = self.specs[metric]
+        base = self.specs["iops"] if spec.mode == "derived" else spec
+        scope = self._scope_for(base, st.code, st.model, metric)
+        sm, own = base.scopes[scope], spec.scopes.get(scope)
+        key = ("iops" if spec.mode == "derived" else metric, scope)
+        value = st.cache.get(key)
+        if value is None:
+            value = st.cache[key] = float(sm.predict(st.features)[0])
+        q = own.q if own is not None else math.nan
+        extrap = self._no_data[st.code] or sm.outside_row(st.row)
+        if spec.mode == "derived":
+            factor = own.scale if own is not None else 1.0
+            value = derive_row(metric, value, st.row) * factor
+        elif spec.mode == "ratio":
+            mean = self._predict_row_metric("latency_mean_us", st)
+            value, extrap = value * mean[0], extrap or mean[3]
+        value = max(value, 0.0)
+        st.done[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
+        return st.done[metric]
+
+    def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
+        if model not in ("auto", "global") and model not in REGION_NAMES:
+            raise InvalidInput(
+                f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
+            )
         if metrics is None:
             return self.metrics
         unknown = [m for m in metrics if m not in self.specs]
@@ -194,29 +234,29 @@ class DeviceModel:
             raise InvalidInput(f"unknown metric(s) {unknown}; known: {', '.join(self.metrics)}")
         return tuple(metrics)
 
-    def _scope_rows(self, base: MetricSpec, codes: np.ndarray, model: str, metric: str) -> dict[str, Any]:
-        n = len(codes)
+    def _scope_for(self, base: MetricSpec, code: int, model: str, metric: str) -> str:
+        """The scope model that answers for workloads of region ``code``."""
         if model == "global" or (base.mode == "ratio" and model not in base.scopes):
             # a ratio model exists only globally; the answer names the model it used
-            return {"global": slice(0, n)}
+            return "global"
         if model != "auto":
             if model not in base.scopes:
                 raise NotFound(
                     f"device {self.device!r} has no {model!r} model for {metric} (too few points there)"
                 )
-            return {model: slice(0, n)}
-        rows: dict[str, Any] = {}
-        used = np.zeros(n, dtype=bool)
-        for region in base.auto_regions:
-            mask = codes == REGION_NAMES.index(region)
-            if mask.any():
-                rows[region] = np.flatnonzero(mask)
-                used |= mask
-        if not used.any():
-            return {"global": slice(0, n)}
-        if not used.all():
-            rows["global"] = np.flatnonzero(~used)
-        return rows
+            return model
+        region = REGION_NAMES[code]
+        return region if region in base.auto_regions else "global"
+
+    def _scope_rows(self, base: MetricSpec, codes: np.ndarray, model: str, metric: str) -> dict[str, Any]:
+        """Rows per scope model (a slice when one model answers for all)."""
+        n = len(codes)
+        by_scope: dict[str, list[int]] = {}
+        for code in np.unique(codes).tolist() if n else [0]:
+            by_scope.setdefault(self._scope_for(base, code, model, metric), []).append(code)
+        if len(by_scope) == 1:
+            return {next(iter(by_scope)): slice(0, n)}
+        return {scope: np.flatnonzero(np.isin(codes, group)) for scope, group in by_scope.items()}
 
 
 class _Features:
@@ -257,5 +297,18 @@ class _Context:
         """Rows with a field outside the range the scope's model was trained on."""
         hit = self.ranges.get(id(sm))
         if hit is None:
-            hit = self.ranges[id(sm)] = np.any((self.w < sm.lo - 1e-9) | (self.w > sm.hi + 1e-9), axis=1)
+            hit = self.ranges[id(sm)] = sm.outside(self.w)
         return hit
+
+
+@dataclass
+class _RowState:
+    """Per-call state of one single-workload prediction."""
+
+    row: list[float]
+    w: np.ndarray  # the row as a 1 x 9 matrix, for features and physics
+    code: int
+    features: _Features
+    model: str
+    cache: dict[tuple[str, str], float] = field(default_factory=dict)
+    done: dict[str, Any] = field(default_factory=dict)

@@ -97,13 +97,15 @@ class GaussianProcessModel(RegressorBase):
         self.gp_alpha_ = np.asarray(gp.alpha_, dtype=np.float64).ravel()
 
     def prepare(self) -> None:
-        """Precompute the training rows' squared norms (distances by one matrix product)."""
+        """Precompute the input scaling and the training rows' squared norms."""
         self.gp_train_sq_ = np.einsum("ij,ij->i", self.gp_X_, self.gp_X_)
+        self.gp_factor_ = 1.0 / (self.gp_scale_ * self.gp_length_)
+        self.gp_shift_ = self.gp_mean_ * self.gp_factor_
+        self.gp_slopes_: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
     def _scaled(self, X32: np.ndarray) -> np.ndarray:
         """Rows in the kernel's coordinates: standardised, then divided by the length scales."""
-        factor = 1.0 / (self.gp_scale_ * self.gp_length_)
-        return X32[:, self.gp_features_] * factor - self.gp_mean_ * factor
+        return X32[:, self.gp_features_] * self.gp_factor_ - self.gp_shift_
 
     def _distances(self, q: np.ndarray) -> np.ndarray:
         d2 = np.einsum("ij,ij->i", q, q)[:, None] + self.gp_train_sq_ - 2.0 * (q @ self.gp_X_.T)
@@ -130,9 +132,11 @@ class GaussianProcessModel(RegressorBase):
         out = np.zeros(X32.shape[0])
         if len(self.gp_alpha_) == 0:
             return out
-        v = direction[self.gp_features_] / (self.gp_scale_ * self.gp_length_)
-        along_train = self.gp_X_ @ v
-        weighted = self.gp_alpha_ * along_train
+        key = direction.tobytes()
+        if key not in self.gp_slopes_:  # a composite asks along one direction, again and again
+            v = direction[self.gp_features_] * self.gp_factor_
+            self.gp_slopes_[key] = (v, self.gp_alpha_ * (self.gp_X_ @ v))
+        v, weighted = self.gp_slopes_[key]
         for start in range(0, X32.shape[0], _CHUNK):
             q = self._scaled(X32[start : start + _CHUNK])
             r = self._distances(q)

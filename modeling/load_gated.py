@@ -120,13 +120,17 @@ class LoadGatedModel(RegressorBase):
         beyond its data a Gaussian process flattens towards its mean, and would report a
         flat trend exactly where the trend must be extrapolated.
         """
+        t = X32[:, self.n_col]
+        inside = X32 + (np.clip(t, *self.read_range_) - t)[:, None] * self.unit_
+        slope = self.parts_["gate"].slope(inside, self.unit_)
+        return np.clip(slope / LN2, 0.0, 1.0)
+
+    def prepare(self) -> None:
+        """The feature change per unit of log2 N, and where along N the gate is read."""
         lo, hi = self.load_range_
         margin = min(self.step, hi - lo) / 2
-        t = X32[:, self.n_col].astype(np.float64)
-        unit = self.shift_ / self.step  # feature change per unit of log2 N
-        inside = X32 + ((np.clip(t, lo + margin, hi - margin) - t)[:, None] * unit)
-        slope = self.parts_["gate"].slope(np.ascontiguousarray(inside, dtype=np.float32), unit)
-        return np.clip(slope / LN2, 0.0, 1.0)
+        self.unit_ = (self.shift_ / self.step).astype(np.float32)
+        self.read_range_ = (np.float32(lo + margin), np.float32(hi - margin))
 
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         runners = getattr(self, "runners_", None) or self.parts_

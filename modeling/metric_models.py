@@ -16,6 +16,7 @@ import numpy as np
 
 from modeling.estimator_base import RegressorBase
 from modeling.workload import MIB
+from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
 
@@ -41,12 +42,26 @@ class ScopeModel:
     weights: list[float] | None = None
 
     runners: list[tuple[str, Any]] = field(default_factory=list, repr=False)
+    # the trained ranges widened by a rounding margin, as lists (see outside_row)
+    _bounds: tuple[list[float], list[float]] | None = field(default=None, repr=False)
 
     def compile(self) -> None:
-        """Prepare lookup tables (see :mod:`modeling.compiled`) for fast prediction."""
+        """Prepare lookup tables (see :mod:`modeling.compiled`) and bounds for fast prediction."""
         from modeling.compiled import compile_estimator
 
         self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
+        self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())
+
+    def outside(self, w: np.ndarray) -> np.ndarray:
+        """Rows of a workload matrix with a field outside the range this model was trained on."""
+        return np.any((w < self.lo - 1e-9) | (w > self.hi + 1e-9), axis=1)
+
+    def outside_row(self, row: list[float]) -> bool:
+        """:meth:`outside` of one workload, in plain floats."""
+        if self._bounds is None:
+            self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())
+        lo, hi = self._bounds
+        return any(v < a or v > b for v, a, b in zip(row, lo, hi, strict=True))
 
     @property
     def estimator(self) -> RegressorBase | None:
@@ -83,6 +98,16 @@ def derive_metric(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:
         return iops * mean_request_size(w) / MIB
     if metric == "latency_mean_us":
         return outstanding_io(w) / safe * 1e6
+    raise ValueError(f"{metric} cannot be derived from IOPS")
+
+
+def derive_row(metric: str, iops: float, row: list[float]) -> float:
+    """:func:`derive_metric` of one workload (a list of the workload fields), in plain floats."""
+    if metric == "bandwidth_mib_s":
+        wr = row[_IDX["write_ratio"]]
+        return iops * ((1.0 - wr) * row[_IDX["read_size"]] + wr * row[_IDX["write_size"]]) / MIB
+    if metric == "latency_mean_us":
+        return row[_IDX["queue_depth"]] * row[_IDX["numjobs"]] / max(iops, 1e-9) * 1e6
     raise ValueError(f"{metric} cannot be derived from IOPS")
 
 

@@ -46,29 +46,38 @@ class PredictionBatcher:
     def _flush(self, key: _Key) -> None:
         group = self._pending.pop(key)
         model, metrics, choice = key
+        rows = [[float(getattr(wl, f)) for f in WORKLOAD_FIELDS] for wl, _ in group]
         try:
-            w = np.array([[float(getattr(wl, f)) for f in WORKLOAD_FIELDS] for wl, _ in group])
-            out = model.predict_matrix(w, metrics, choice)
+            if len(rows) == 1:  # a lone request: the single-row path, no arrays
+                results = [_answer(model.predict_row(rows[0], metrics, choice))]
+            else:
+                out = model.predict_matrix(np.array(rows), metrics, choice)
+                results = [
+                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()})
+                    for i in range(len(rows))
+                ]
         except Exception as exc:  # the same input error for every request of the group
             for _, future in group:
                 if not future.done():
                     future.set_exception(exc)
             return
-        for i, (_, future) in enumerate(group):
-            if future.done():  # the client went away
-                continue
-            future.set_result(
-                {
-                    metric: {
-                        "value": float(value[i]),
-                        "lower": _finite(lower[i]),
-                        "upper": _finite(upper[i]),
-                        "extrapolated": bool(extrapolated[i]),
-                        "model": str(scope[i]),
-                    }
-                    for metric, (value, lower, upper, extrapolated, scope) in out.items()
-                }
-            )
+        for (_, future), result in zip(group, results, strict=True):
+            if not future.done():  # else the client went away
+                future.set_result(result)
+
+
+def _answer(per_metric: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """The response's prediction objects from (value, lower, upper, extrapolated, scope) per metric."""
+    return {
+        metric: {
+            "value": float(value),
+            "lower": _finite(lower),
+            "upper": _finite(upper),
+            "extrapolated": bool(extrapolated),
+            "model": str(scope),
+        }
+        for metric, (value, lower, upper, extrapolated, scope) in per_metric.items()
+    }
 
 
 def _finite(x: float) -> float | None:
