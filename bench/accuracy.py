@@ -33,7 +33,7 @@ from modeling.adaptive import propose_points  # noqa: E402
 from modeling.evaluate import evaluate_frame  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.fit import fit_device_model  # noqa: E402
-from modeling.selection import _c, relative_errors  # noqa: E402
+from modeling.selection import _c, relative_errors, workload_groups  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
 
@@ -192,6 +192,21 @@ def adaptive_subset(frame: pd.DataFrame, n: int, start: int, step: int, metric: 
     return np.array(chosen)
 
 
+def distinct_workloads(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per workload, each metric the median of its repeats.
+
+    A sampler "measures" a workload once; leaving a repeat of a training workload among the
+    test points would score the model on a point it has already seen.
+    """
+    frame = frame.reset_index(drop=True)
+    groups = workload_groups(workload_matrix(frame))
+    metrics = [m for m in METRICS if m in frame]
+    medians = frame[metrics].groupby(groups).median()
+    first = frame.groupby(groups).head(1).copy()
+    first[metrics] = medians.loc[groups[first.index.to_numpy()]].to_numpy()
+    return first.reset_index(drop=True)
+
+
 def sampling_study(
     name: str, frame: pd.DataFrame, sizes: list[int], metric: str = "iops", seeds: int = 3
 ) -> None:
@@ -249,7 +264,8 @@ def main() -> None:
             args.json.write_text(json.dumps(reports, indent=1, default=str))
     if not args.no_sampling:
         name, frame = next(iter(frames.items()))
-        sizes = [n for n in (16, 24, 32, 48, 64) if n < len(frame) - 8]
+        frame = distinct_workloads(frame)
+        sizes = [n for n in (16, 24, 32, 48, 64, 96, 128) if n <= len(frame) // 2]
         sampling_study(name, frame, sizes)
 
 

@@ -4,8 +4,10 @@
 a 60-tree forest spends ~0.5 ms on a single workload -- the service's common case.
 :class:`PackedForest` lays every tree's nodes end to end and walks all trees in
 lock-step with a handful of numpy operations per level (leaves loop onto themselves, so
-``max_depth`` steps reach every leaf).  Large batches still go tree by tree: there the
-C loop wins.
+``max_depth`` steps reach every leaf).  For a single row it first decides, for
+every node at once, which child the row goes to -- one vectorised comparison over all
+nodes -- so that each level is then a single gather.  Large batches still go tree by tree:
+there the C loop wins.
 """
 
 from __future__ import annotations
@@ -45,10 +47,15 @@ class PackedForest:
         self.value = np.concatenate(values)
         self.roots = np.asarray(roots, dtype=np.intp)
         self.depth = max(int(tree.max_depth) for tree in trees)
+        self.node_count = offset
+        self.left = self.children[0::2].copy()
+        self.right_step = self.children[1::2] - self.left
 
     def leaf_values(self, X32: np.ndarray) -> np.ndarray:
         """``(n_trees, n_rows)`` leaf values; the same numbers as each tree's ``predict``."""
         n, d = X32.shape
+        if n == 1:
+            return self._one_row(X32)
         node = np.repeat(self.roots, n)  # lanes: tree-major, then row
         row_start = np.tile(np.arange(n, dtype=np.intp) * d, len(self.roots))
         # scikit-learn compares the float32 input, widened, with its float64 threshold
@@ -57,3 +64,12 @@ class PackedForest:
             go_right = flat[row_start + self.feature[node]] > self.threshold[node]
             node = self.children[2 * node + go_right]
         return self.value[node].reshape(len(self.roots), n)
+
+    def _one_row(self, X32: np.ndarray) -> np.ndarray:
+        """One row: its next node from every node, decided at once; then one gather per level."""
+        x = X32[0].astype(np.float64)
+        step = self.left + self.right_step * (x[self.feature] > self.threshold)  # a leaf stays put
+        node = self.roots
+        for _ in range(self.depth):
+            node = step[node]
+        return self.value[node][:, None]

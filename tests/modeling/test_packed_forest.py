@@ -1,0 +1,35 @@
+"""PackedForest gives exactly each scikit-learn tree's prediction, on one row and on several."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.ensemble import ExtraTreesRegressor
+
+from modeling.packed_forest import PackedForest
+
+
+@pytest.fixture(scope="module")
+def forest() -> tuple[ExtraTreesRegressor, np.ndarray]:
+    rng = np.random.default_rng(3)
+    X = rng.random((300, 6)).astype(np.float32)
+    y = np.sin(6 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(300)
+    model = ExtraTreesRegressor(n_estimators=25, min_samples_leaf=2, random_state=0).fit(X, y)
+    return model, rng.random((40, 6)).astype(np.float32)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 40])
+def test_leaf_values_equal_each_trees_prediction(forest, rows: int) -> None:
+    model, X = forest
+    packed = PackedForest([t.tree_ for t in model.estimators_])
+    expected = np.stack([t.tree_.predict(X[:rows])[:, 0] for t in model.estimators_])
+    np.testing.assert_array_equal(packed.leaf_values(X[:rows]), expected)
+
+
+def test_a_row_on_a_threshold_goes_left_as_in_scikit_learn(forest) -> None:
+    model, _ = forest
+    tree = model.estimators_[0].tree_
+    x = np.full((1, 6), 0.5, dtype=np.float32)
+    x[0, tree.feature[0]] = np.float32(tree.threshold[0])
+    packed = PackedForest([tree])
+    np.testing.assert_array_equal(packed.leaf_values(x)[0], tree.predict(x)[:, 0])
