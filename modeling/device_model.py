@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,9 @@ from modeling.metric_models import MetricSpec, ScopeModel, derive_metric, derive
 from modeling.workload import METRICS, REGION_NAMES, SMALL_REQUEST_MAX, WORKLOAD_FIELDS, Workload
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, fill_defaults, region_codes
+
+_REQUIRED = ("write_ratio", "queue_depth", "request_size", "randomness")
+"""Workload fields a batch must give (the others have defaults)."""
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -95,32 +98,7 @@ class DeviceModel:
         self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
     ) -> pd.DataFrame:
         """Vectorised batch prediction: pred_<m>, pred_<m>_lower/_upper, <m>_extrapolated, <m>_model."""
-        missing = [
-            f for f in ("write_ratio", "queue_depth", "request_size", "randomness") if f not in df.columns
-        ]
-        if missing:
-            raise InvalidInput(f"missing workload column(s): {', '.join(missing)}")
-        w = np.empty((len(df), len(WORKLOAD_FIELDS)), dtype=np.float64)
-        for name, i in _F.items():
-            if name not in df.columns:
-                w[:, i] = np.nan
-                continue
-            try:
-                w[:, i] = np.asarray(df[name], dtype=np.float64)
-            except (TypeError, ValueError):
-                raise InvalidInput(
-                    f"column {name!r} holds non-numeric values", details={"field": name}
-                ) from None
-        for name in ("write_ratio", "queue_depth", "request_size", "randomness"):
-            gap = np.isnan(w[:, _F[name]])
-            if gap.any():
-                row = int(np.argmax(gap))
-                raise InvalidInput(
-                    f"invalid workload in row {row + 1}: {name} is missing", details={"field": name}
-                )
-        fill_defaults(w)
-        check_matrix(w)
-        out = self.predict_matrix(w, metrics, model)
+        out = self.predict_columns({c: df[c] for c in df.columns}, metrics, model)
         cols: dict[str, Any] = {}
         for metric, (value, lower, upper, extrap, scope) in out.items():
             cols[f"pred_{metric}"] = value
@@ -129,6 +107,40 @@ class DeviceModel:
             cols[f"{metric}_extrapolated"] = extrap
             cols[f"{metric}_model"] = scope
         return pd.DataFrame(cols, index=df.index)
+
+    def predict_columns(
+        self, columns: Mapping[str, Any], metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`predict_matrix` of workloads given as columns by field name (NaN: left out).
+
+        The four basic fields are required; the others default as in :class:`Workload`.
+        Every value is checked against the workload limits.
+        """
+        missing = [f for f in _REQUIRED if f not in columns]
+        if missing:
+            raise InvalidInput(f"missing workload column(s): {', '.join(missing)}")
+        n = len(columns["write_ratio"])
+        w = np.empty((n, len(WORKLOAD_FIELDS)), dtype=np.float64)
+        for name, i in _F.items():
+            if name not in columns:
+                w[:, i] = np.nan
+                continue
+            try:
+                w[:, i] = np.asarray(columns[name], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise InvalidInput(
+                    f"column {name!r} holds non-numeric values", details={"field": name}
+                ) from None
+        for name in _REQUIRED:
+            gap = np.isnan(w[:, _F[name]])
+            if gap.any():
+                row = int(np.argmax(gap))
+                raise InvalidInput(
+                    f"invalid workload in row {row + 1}: {name} is missing", details={"field": name}
+                )
+        fill_defaults(w)
+        check_matrix(w)
+        return self.predict_matrix(w, metrics, model)
 
     # -- core ----------------------------------------------------------------------------
 

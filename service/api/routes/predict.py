@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
@@ -115,40 +114,36 @@ async def predict_batch(request: Request, state: StateDep) -> Response:
 
 def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     model = registry.load(validate_name(body.device))
-    out = model.predict_frame(_frame(body), metrics=body.metrics, model=body.model)
+    out = model.predict_columns(_columns(body), metrics=body.metrics, model=body.model)
     result = {
         "device": model.device,
         "model_version": model.version,
         "count": body.count,
         "predictions": {
             m: {
-                "value": out[f"pred_{m}"].to_numpy().tolist(),
-                "lower": _nullable(out[f"pred_{m}_lower"].to_numpy()),
-                "upper": _nullable(out[f"pred_{m}_upper"].to_numpy()),
-                "extrapolated": out[f"{m}_extrapolated"].to_numpy().tolist(),
-                "model": out[f"{m}_model"].to_numpy().tolist(),
+                "value": value.tolist(),
+                "lower": _nullable(lower),
+                "upper": _nullable(upper),
+                "extrapolated": extrapolated.tolist(),
+                "model": scope.tolist(),
             }
-            for m in (body.metrics or model.metrics)
+            for m, (value, lower, upper, extrapolated, scope) in out.items()
         },
     }
     # Encoded by pydantic-core directly; the shape is BatchPredictResponse by construction.
     return to_json(result, inf_nan_mode="null")
 
 
-def _frame(body: BatchPredictRequest) -> pd.DataFrame:
-    """The workloads as float columns (NaN where an optional field is left out)."""
+def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
+    """The workloads as float columns by field (NaN where an optional field is left out)."""
     nan = float("nan")
+    n = body.count
     if body.columns is not None:
         cols = {f: getattr(body.columns, f) for f in WORKLOAD_FIELDS}
-        n = body.count
-        return pd.DataFrame(
-            {f: np.full(n, nan) if c is None else np.array(c, dtype=np.float64) for f, c in cols.items()}
-        )
+        return {f: np.full(n, nan) if c is None else np.array(c, dtype=np.float64) for f, c in cols.items()}
     rows = body.workloads or []
-    # Column-wise from the validated row dicts: far cheaper than DataFrame.from_records.
-    return pd.DataFrame(
-        {f: np.array([r.get(f, nan) for r in rows], dtype=np.float64) for f in WORKLOAD_FIELDS}
-    )
+    # column-wise from the validated row dicts: far cheaper than building records
+    return {f: np.array([r.get(f, nan) for r in rows], dtype=np.float64) for f in WORKLOAD_FIELDS}
 
 
 def _nullable(values: np.ndarray) -> list[float | None]:
