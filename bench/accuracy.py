@@ -154,6 +154,51 @@ SAMPLING_CANDIDATES = [
 ]
 
 
+def tail_consistency(frame: pd.DataFrame) -> dict[str, float]:
+    """How often p99 contradicts the mean latency along queue depth (a measure of tail noise).
+
+    At fixed read/write mix, size, randomness and numjobs, one more step of queue depth
+    can only add queueing: the mean latency never falls by much.  A p99 that falls by over
+    20 % on such a step while the mean rises is measurement noise (or a bimodal tail),
+    which no model of the workload can predict.
+    """
+    keys = [
+        k
+        for k in (
+            "write_ratio",
+            "request_size",
+            "randomness",
+            "numjobs",
+            "read_size",
+            "write_size",
+            "read_randomness",
+            "write_randomness",
+        )
+        if k in frame
+    ]
+    steps = p99_contradicts = mean_falls = 0
+    for _, g in frame.groupby(keys, dropna=False):
+        g = g.groupby("queue_depth")[["latency_mean_us", "latency_p99_us"]].median()
+        mean, p99 = g["latency_mean_us"].to_numpy(), g["latency_p99_us"].to_numpy()
+        steps += len(g) - 1
+        p99_contradicts += int(np.sum((np.diff(mean) > 0) & (p99[1:] < 0.8 * p99[:-1])))
+        mean_falls += int(np.sum(mean[1:] < 0.8 * mean[:-1]))
+    return {
+        "steps": steps,
+        "p99_falls_while_mean_rises": p99_contradicts / max(steps, 1),
+        "mean_falls": mean_falls / max(steps, 1),
+    }
+
+
+def print_tail_consistency(frames: dict[str, pd.DataFrame]) -> None:
+    print("\nTail consistency along queue depth (share of steps; see tail_consistency)")
+    print("| device | qd steps | p99 falls > 20 % while mean rises | mean falls > 20 % |")
+    print("|---|---|---|---|")
+    for name, frame in frames.items():
+        t = tail_consistency(frame)
+        print(f"| {name} | {t['steps']} | {t['p99_falls_while_mean_rises']:.0%} | {t['mean_falls']:.0%} |")
+
+
 def _holdout_mre(frame: pd.DataFrame, train_idx: np.ndarray, metric: str) -> float:
     model, _ = fit_device_model(
         frame.iloc[train_idx], folds=3, candidates=SAMPLING_CANDIDATES, regions=False, physics=False
@@ -238,6 +283,9 @@ def main() -> None:
     parser.add_argument("--only", help="substring: only fio-plot devices whose name contains it")
     parser.add_argument("--sampling-only", action="store_true")
     parser.add_argument("--no-sampling", action="store_true")
+    parser.add_argument(
+        "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
+    )
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     args = parser.parse_args()
 
@@ -252,6 +300,9 @@ def main() -> None:
             if args.only and args.only not in folder.name:
                 continue
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
+    print_tail_consistency(frames)
+    if args.consistency_only:
+        return
     reports = []
     if not args.sampling_only:
         for name, frame in frames.items():
