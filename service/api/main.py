@@ -96,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_upload_bytes)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)  # added last = outermost: sees every answer
     app.include_router(api_router)
+    app.router.routes[0:0] = predict.hot_routes()
     _add_schemas(app, predict.body_schemas())
     return app
 

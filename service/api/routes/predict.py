@@ -14,6 +14,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from modeling.errors import TooLarge
 from modeling.registry import ModelRegistry
@@ -79,6 +81,28 @@ async def predict_one(request: Request) -> Response:
     state.metrics.count_predictions(body.device)
     result = {"device": model.device, "model_version": model.version, "predictions": predictions}
     return Response(to_json(result), media_type="application/json")
+
+
+class _HotRoute(Route):
+    """A plain Starlette route, placed ahead of the documented FastAPI route of the same path.
+
+    FastAPI's per-request machinery (dependency solving, response handling) costs about
+    0.1 ms, as much as the model call; ``predict_one`` needs none of it.  The APIRoute stays
+    registered, so the OpenAPI document (and schemathesis) still describe the endpoint;
+    requests are answered by the same function either way.  ``scope["route"]`` is set like
+    FastAPI does, so the request metrics keep their route label.
+    """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE:
+            child["route"] = self
+        return match, child
+
+
+def hot_routes() -> list[Route]:
+    """Routes to put first in the app's router (see :class:`_HotRoute`)."""
+    return [_HotRoute("/v1/predict", predict_one, methods=["POST"])]
 
 
 def body_schemas() -> dict[str, Any]:
