@@ -20,7 +20,7 @@ from sklearn.ensemble import ExtraTreesRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from modeling.estimator_base import RegressorBase
-from modeling.packed_forest import SMALL_BATCH_LANES, PackedForest
+from modeling.packed_forest import SMALL_BATCH_LANES, PackedForest, tree_by_tree
 
 LOSSES = ("squared", "relative")
 
@@ -46,7 +46,7 @@ def _tree_predict(est: Any, X32: np.ndarray, median: bool = False) -> np.ndarray
     if packed is not None and X32.shape[0] * len(trees) <= SMALL_BATCH_LANES:
         leaves = packed.leaf_values(X32)
     else:
-        leaves = np.stack([tree.predict(X32)[:, 0] for tree in trees])
+        leaves = tree_by_tree(trees, X32)
     return _median(leaves) if median else leaves.mean(axis=0)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesRegressor
 
+from modeling import packed_forest
 from modeling.packed_forest import PackedForest
 
 
@@ -33,3 +34,23 @@ def test_a_row_on_a_threshold_goes_left_as_in_scikit_learn(forest) -> None:
     x[0, tree.feature[0]] = np.float32(tree.threshold[0])
     packed = PackedForest([tree])
     np.testing.assert_array_equal(packed.leaf_values(x)[0], tree.predict(x)[:, 0])
+
+
+def test_tree_by_tree_spreads_large_batches_without_changing_a_number(forest, monkeypatch) -> None:
+    model, _ = forest
+    trees = [t.tree_ for t in model.estimators_]
+    X = np.random.default_rng(5).random((3000, 6)).astype(np.float32)
+    expected = np.stack([t.predict(X)[:, 0] for t in trees])
+    monkeypatch.setattr(packed_forest, "_cpus", lambda: 3)  # threads even on a 1-CPU runner
+    calls: list[int] = []
+    real = packed_forest._executor
+
+    def counting():
+        pool = real()
+        calls.append(1)
+        return pool
+
+    monkeypatch.setattr(packed_forest, "_executor", counting)
+    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X), expected)
+    assert calls, "a 3000-row batch should have gone to the thread pool"
+    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X[:10]), expected[:, :10])
