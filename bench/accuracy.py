@@ -30,7 +30,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from modeling.adaptive import propose_points  # noqa: E402
-from modeling.evaluate import evaluate_frame  # noqa: E402
+from modeling.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.fit import fit_device_model  # noqa: E402
 from modeling.selection import _c, relative_errors, workload_groups  # noqa: E402
@@ -199,6 +199,31 @@ def print_tail_consistency(frames: dict[str, pd.DataFrame]) -> None:
         print(f"| {name} | {t['steps']} | {t['p99_falls_while_mean_rises']:.0%} | {t['mean_falls']:.0%} |")
 
 
+def later_sweep_study(
+    name: str, frame: pd.DataFrame, later_name: str, later: pd.DataFrame, budget: float
+) -> None:
+    """How well the first sweep predicts a later sweep of the same workloads.
+
+    Two numbers per metric: the *drift floor*, the MRE of the later runs against the first
+    sweep's median of each workload (what a perfect model of the first sweep would score;
+    it holds the device's slow drift, which back-to-back repeats cannot see), and the MRE
+    of the model trained on the whole first sweep (``evaluate_holdout``).
+    """
+    first = distinct_workloads(frame)
+    key = {tuple(np.round(r, 9)): i for i, r in enumerate(workload_matrix(first))}
+    rows = [key.get(tuple(np.round(r, 9))) for r in workload_matrix(later)]
+    common = np.array([i is not None for i in rows])
+    index = np.array([i for i in rows if i is not None])
+    report = evaluate_holdout(frame, later, device=name, time_budget_s=budget, compare_feature_sets=False)
+    print(f"\n{name} -> {later_name}: the first sweep's medians and model on a later sweep")
+    print(f"({int(common.sum())} of {len(later)} later runs repeat a workload of the first sweep)")
+    print("| metric | drift floor (later runs vs first medians) | model MRE on the later sweep |")
+    print("|---|---|---|")
+    for metric in METRICS:
+        floor = relative_errors(first[metric].to_numpy(float)[index], later[metric].to_numpy(float)[common])
+        print(f"| {SHORT[metric]} | {floor.mean():.1%} | {report.metrics[metric]['mre']:.1%} |")
+
+
 def _holdout_mre(frame: pd.DataFrame, train_idx: np.ndarray, metric: str) -> float:
     model, _ = fit_device_model(
         frame.iloc[train_idx], folds=3, candidates=SAMPLING_CANDIDATES, regions=False, physics=False
@@ -283,6 +308,7 @@ def main() -> None:
     parser.add_argument("--only", help="substring: only fio-plot devices whose name contains it")
     parser.add_argument("--sampling-only", action="store_true")
     parser.add_argument("--no-sampling", action="store_true")
+    parser.add_argument("--later", help="with --device: a later sweep of the same workloads, to score on")
     parser.add_argument(
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
@@ -302,6 +328,12 @@ def main() -> None:
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
     print_tail_consistency(frames)
     if args.consistency_only:
+        return
+    if args.later:
+        if not args.device:
+            parser.error("--later needs --device")
+        later = DataDir(args.home).catalog.measurements(args.later)
+        later_sweep_study(args.device, frames[args.device], args.later, later, args.budget)
         return
     reports = []
     if not args.sampling_only:
