@@ -17,6 +17,7 @@ numpy operations.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -24,9 +25,20 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from modeling.estimator_base import RegressorBase
+from modeling.parallel import by_row_blocks
 
 NUS = (0.5, 1.5, 2.5)
 _CHUNK = 2048  # query rows per kernel block: bounds memory on large batches
+
+
+def _blocks(fn: Callable[[int, int], np.ndarray], n: int) -> np.ndarray:
+    """``fn`` over chunks of at most ``_CHUNK`` rows (bounded memory), blocks of chunks in parallel."""
+
+    def chunks(start: int, stop: int) -> np.ndarray:
+        parts = [fn(a, min(a + _CHUNK, stop)) for a in range(start, stop, _CHUNK)]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    return by_row_blocks(chunks, n) if n else np.zeros(0)
 
 
 def matern(r: np.ndarray, nu: float) -> np.ndarray:
@@ -136,10 +148,12 @@ class GaussianProcessModel(RegressorBase):
         out = np.full(X32.shape[0], self.gp_offset_)
         if len(self.gp_alpha_) == 0:
             return out
-        for start in range(0, X32.shape[0], _CHUNK):
-            r = self._distances(self._scaled(X32[start : start + _CHUNK]))
-            out[start : start + len(r)] += self.gp_amplitude_ * (matern(r, self.nu) @ self.gp_alpha_)
-        return out
+
+        def block(start: int, stop: int) -> np.ndarray:
+            r = self._distances(self._scaled(X32[start:stop]))
+            return self.gp_amplitude_ * (matern(r, self.nu) @ self.gp_alpha_)
+
+        return out + _blocks(block, X32.shape[0])
 
     def slope(self, X32: np.ndarray, direction: np.ndarray) -> np.ndarray:
         """Derivative of the (untransformed) prediction along ``direction`` in feature space.
@@ -160,8 +174,9 @@ class GaussianProcessModel(RegressorBase):
         v, weighted = self.gp_slopes_[key]
         if X32.shape[0] == 1:
             return np.array([self._slope_one(X32[0], v, weighted)])
-        for start in range(0, X32.shape[0], _CHUNK):
-            q = self._scaled(X32[start : start + _CHUNK])
+
+        def block(start: int, stop: int) -> np.ndarray:
+            q = self._scaled(X32[start:stop])
             r = self._distances(q)
             if self.nu == 1.5:
                 g = -3.0 * np.exp(-np.sqrt(3.0) * r)
@@ -169,5 +184,6 @@ class GaussianProcessModel(RegressorBase):
                 s = np.sqrt(5.0) * r
                 g = -(5.0 / 3.0) * (1.0 + s) * np.exp(-s)
             # sum_k alpha_k g_ik ((q_i - t_k) . v) = (q_i . v)(g alpha)_i - (g (alpha * t.v))_i
-            out[start : start + len(q)] = self.gp_amplitude_ * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
-        return out
+            return self.gp_amplitude_ * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
+
+        return _blocks(block, X32.shape[0])

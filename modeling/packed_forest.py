@@ -12,51 +12,31 @@ there the C loop wins.
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from modeling.parallel import by_row_blocks
+
 SMALL_BATCH_LANES = 4096
 """Rows x trees up to which lock-step evaluation beats calling each tree."""
-PARALLEL_MIN_ROWS = 2048
-"""Rows from which :func:`tree_by_tree` spreads the trees over the CPUs."""
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+def tree_by_tree(
+    trees: list[Any], X32: np.ndarray, combine: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """``combine`` of the ``(n_trees, n_rows)`` tree predictions, each tree by its own C loop.
 
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_cpus(), thread_name_prefix="forest")
-        return _pool
-
-
-def tree_by_tree(trees: list[Any], X32: np.ndarray) -> np.ndarray:
-    """``(n_trees, n_rows)`` predictions, each tree by its own C loop (large batches).
-
-    scikit-learn's tree traversal releases the GIL, so from ``PARALLEL_MIN_ROWS`` rows the
-    trees are shared out over threads, one per CPU; the numbers are the same either way.
+    Large batches are split into row blocks predicted and combined in parallel
+    (:func:`modeling.parallel.by_row_blocks`).
     """
-    workers = min(_cpus(), len(trees))
-    if X32.shape[0] < PARALLEL_MIN_ROWS or workers < 2:
-        return np.stack([tree.predict(X32)[:, 0] for tree in trees])
-    out = np.empty((len(trees), X32.shape[0]))
 
-    def run(first: int) -> None:
-        for i in range(first, len(trees), workers):
-            out[i] = trees[i].predict(X32)[:, 0]
+    def block(start: int, stop: int) -> np.ndarray:
+        part = X32[start:stop]
+        return combine(np.stack([tree.predict(part)[:, 0] for tree in trees]))
 
-    list(_executor().map(run, range(workers)))
-    return out
+    return by_row_blocks(block, X32.shape[0])
 
 
 class PackedForest:

@@ -42,12 +42,15 @@ def _relative_weight(y: np.ndarray) -> np.ndarray:
 def _tree_predict(est: Any, X32: np.ndarray, median: bool = False) -> np.ndarray:
     """Mean (or median) over ``est.trees_`` of each tree's prediction."""
     trees = est.trees_
+    combine = _median if median else _mean
     packed = getattr(est, "packed_", None)
     if packed is not None and X32.shape[0] * len(trees) <= SMALL_BATCH_LANES:
-        leaves = packed.leaf_values(X32)
-    else:
-        leaves = tree_by_tree(trees, X32)
-    return _median(leaves) if median else leaves.mean(axis=0)
+        return combine(packed.leaf_values(X32))
+    return tree_by_tree(trees, X32, combine)
+
+
+def _mean(values: np.ndarray) -> np.ndarray:
+    return values.mean(axis=0)  # type: ignore[no-any-return]
 
 
 def _median(values: np.ndarray) -> np.ndarray:

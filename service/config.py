@@ -25,6 +25,12 @@ class Settings(BaseSettings):
     max_batch: int = Field(default=10_000, ge=1, le=1_000_000)
     cors_origins: list[str] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1, le=64)
+    blas_threads: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="BLAS threads per server process (predictions parallelise by row blocks instead)",
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 

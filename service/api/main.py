@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from threadpoolctl import threadpool_limits
 
 from service.api import errors
 from service.api.deps import ServiceState
@@ -70,6 +71,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Load models in the background: the port opens at once and /readyz says when done.
+        # One BLAS thread: a prediction's matrix products are thin, and BLAS workers spinning
+        # on the cores would slow the row-block threads of modeling.parallel down.
+        threadpool_limits(limits=settings.blas_threads, user_api="blas")
         threading.Thread(target=preload_models, args=(state,), name="preload", daemon=True).start()
         # Move everything imported so far (numpy, pandas, scikit-learn...) out of the
         # collector's sight: a full collection then scans only request garbage, not the

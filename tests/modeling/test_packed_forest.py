@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesRegressor
 
-from modeling import packed_forest
+from modeling import packed_forest, parallel
 from modeling.packed_forest import PackedForest
 
 
@@ -41,16 +41,16 @@ def test_tree_by_tree_spreads_large_batches_without_changing_a_number(forest, mo
     trees = [t.tree_ for t in model.estimators_]
     X = np.random.default_rng(5).random((3000, 6)).astype(np.float32)
     expected = np.stack([t.predict(X)[:, 0] for t in trees])
-    monkeypatch.setattr(packed_forest, "_cpus", lambda: 3)  # threads even on a 1-CPU runner
+    monkeypatch.setattr(parallel, "cpus", lambda: 3)  # threads even on a 1-CPU runner
     calls: list[int] = []
-    real = packed_forest._executor
+    real = parallel._executor
 
     def counting():
-        pool = real()
         calls.append(1)
-        return pool
+        return real()
 
-    monkeypatch.setattr(packed_forest, "_executor", counting)
-    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X), expected)
+    monkeypatch.setattr(parallel, "_executor", counting)
+    median = lambda v: np.median(v, axis=0)  # noqa: E731
+    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X, median), median(expected))
     assert calls, "a 3000-row batch should have gone to the thread pool"
-    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X[:10]), expected[:, :10])
+    np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X[:10], median), median(expected[:, :10]))

@@ -150,6 +150,10 @@ def test_batch_matches_single_predictions(api: TestClient) -> None:
                 single["predictions"][metric]["value"]
             )
             assert body["predictions"][metric]["model"][i] == single["predictions"][metric]["model"]
+            for bound in ("lower", "upper"):  # null in both when there is no interval
+                assert body["predictions"][metric][bound][i] == pytest.approx(
+                    single["predictions"][metric][bound]
+                )
             assert (
                 body["predictions"][metric]["extrapolated"][i]
                 == single["predictions"][metric]["extrapolated"]

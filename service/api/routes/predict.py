@@ -6,9 +6,11 @@ that swaps the active version mid-request cannot mix versions within a response.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
+import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
@@ -145,17 +147,23 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
         "count": body.count,
         "predictions": {
             m: {
-                "value": value.tolist(),
-                "lower": _nullable(lower),
-                "upper": _nullable(upper),
-                "extrapolated": extrapolated.tolist(),
+                "value": value,
+                "lower": lower,
+                "upper": upper,
+                "extrapolated": extrapolated,
                 "model": scope.tolist(),
             }
             for m, (value, lower, upper, extrapolated, scope) in out.items()
         },
     }
-    # Encoded by pydantic-core directly; the shape is BatchPredictResponse by construction.
-    return to_json(result, inf_nan_mode="null")
+    # The shape is BatchPredictResponse by construction.  orjson writes the float and
+    # bool arrays straight from numpy (NaN -- no interval -- as null): about a third of
+    # the time of converting them to lists and encoding those.
+    return orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+_REQUIRED_FIELDS = ("write_ratio", "queue_depth", "request_size", "randomness")
+_OPTIONAL_FIELDS = tuple(f for f in WORKLOAD_FIELDS if f not in _REQUIRED_FIELDS)
 
 
 def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
@@ -167,11 +175,12 @@ def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
         return {f: np.full(n, nan) if c is None else np.array(c, dtype=np.float64) for f, c in cols.items()}
     rows = body.workloads or []
     # column-wise from the validated row dicts: far cheaper than building records
-    return {f: np.array([r.get(f, nan) for r in rows], dtype=np.float64) for f in WORKLOAD_FIELDS}
+    out = {f: np.fromiter(map(itemgetter(f), rows), np.float64, n) for f in _REQUIRED_FIELDS}
+    for f in _OPTIONAL_FIELDS:  # absent or null means NaN (the default applies)
+        if not any(f in r for r in rows):
+            out[f] = np.full(n, nan)
+        else:
+            out[f] = np.fromiter((nan if (v := r.get(f)) is None else v for r in rows), np.float64, n)
+    return out
 
 
-def _nullable(values: np.ndarray) -> list[float | None]:
-    """Floats with NaN (no interval) as None."""
-    if not np.isnan(values).any():
-        return values.tolist()  # type: ignore[no-any-return]
-    return [None if v != v else v for v in values.tolist()]
