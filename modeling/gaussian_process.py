@@ -175,15 +175,27 @@ class GaussianProcessModel(RegressorBase):
         if X32.shape[0] == 1:
             return np.array([self._slope_one(X32[0], v, weighted)])
 
+        c2 = 3.0 if self.nu == 1.5 else 5.0  # the kernel's s = sqrt(c2) r
+        scale = self.gp_amplitude_ * (-3.0 if self.nu == 1.5 else -5.0 / 3.0)
+        minus_2c2_train = -2.0 * c2 * self.gp_X_
+        c2_train_sq = c2 * self.gp_train_sq_
+
         def block(start: int, stop: int) -> np.ndarray:
             q = self._scaled(X32[start:stop])
-            r = self._distances(q)
-            if self.nu == 1.5:
-                g = -3.0 * np.exp(-np.sqrt(3.0) * r)
-            else:
-                s = np.sqrt(5.0) * r
-                g = -(5.0 / 3.0) * (1.0 + s) * np.exp(-s)
+            # s^2 = c2 |q - t|^2, built in one buffer: the blocks are large, and every
+            # fresh array of them would cost page faults as well as a pass
+            s = q @ minus_2c2_train.T
+            s += c2_train_sq
+            s += (c2 * np.einsum("ij,ij->i", q, q))[:, None]
+            np.maximum(s, 0.0, out=s)
+            np.sqrt(s, out=s)
+            if self.nu == 1.5:  # k'(r)/r = -3 exp(-s)
+                g = np.exp(np.negative(s, out=s), out=s)
+            else:  # k'(r)/r = -5/3 (1 + s) exp(-s)
+                g = np.exp(-s)
+                s *= g
+                g += s
             # sum_k alpha_k g_ik ((q_i - t_k) . v) = (q_i . v)(g alpha)_i - (g (alpha * t.v))_i
-            return self.gp_amplitude_ * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
+            return scale * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
 
         return _blocks(block, X32.shape[0])

@@ -42,3 +42,19 @@ def test_gaussian_process_batch_equals_the_serial_result(gp, monkeypatch) -> Non
     np.testing.assert_allclose(gp.slope(X32, direction), serial_slope, rtol=1e-9, atol=1e-15)
     # and a single row agrees with its row of the batch
     np.testing.assert_allclose(gp.slope(X32[7:8], direction), serial_slope[7:8], rtol=1e-9)
+
+
+@pytest.mark.parametrize("nu", [1.5, 2.5])
+@pytest.mark.parametrize("rows", [1, 3000])
+def test_gp_slope_is_the_derivative_of_its_prediction(nu: float, rows: int, monkeypatch) -> None:
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    rng = np.random.default_rng(4)
+    X = rng.random((80, 3))
+    y = 2.0 + X[:, 0] ** 2 + np.sin(3 * X[:, 1])
+    model = GaussianProcessModel(nu=nu, n_restarts=0, log_target=False).fit(X, y)
+    Q = rng.random((rows, 3))
+    direction = np.array([0.3, -1.0, 0.5])
+    h = 1e-3  # inputs are rounded to float32 inside predict: a smaller step would be rounding noise
+    numeric = (model.predict(Q + h * direction) - model.predict(Q - h * direction)) / (2 * h)
+    analytic = model.slope(Q.astype(np.float32), direction.astype(np.float32))
+    np.testing.assert_allclose(analytic, numeric, rtol=2e-3, atol=2e-3)
