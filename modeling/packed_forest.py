@@ -34,7 +34,10 @@ def tree_by_tree(
 
     def block(start: int, stop: int) -> np.ndarray:
         part = X32[start:stop]
-        return combine(np.stack([tree.predict(part)[:, 0] for tree in trees]))
+        leaves = np.empty((len(trees), stop - start))
+        for i, tree in enumerate(trees):
+            leaves[i] = tree.predict(part)[:, 0]
+        return combine(leaves)
 
     return by_row_blocks(block, X32.shape[0])
 

@@ -54,14 +54,17 @@ def _mean(values: np.ndarray) -> np.ndarray:
 
 
 def _median(values: np.ndarray) -> np.ndarray:
-    """Median over axis 0 (one partition instead of ``np.median``'s generic path)."""
+    """Median over axis 0 (one partition instead of ``np.median``'s generic path).
+
+    ``values`` is scratch: it is partitioned in place.
+    """
     k = values.shape[0]
     if values.shape[1] == 1:  # one workload: a sort of plain floats beats any array call
         ordered = sorted(values[:, 0].tolist())
         return np.array([0.5 * (ordered[(k - 1) // 2] + ordered[k // 2])])
     mid = [(k - 1) // 2, k // 2]
-    part = np.partition(values, mid, axis=0)
-    return 0.5 * (part[mid[0]] + part[mid[1]])
+    values.partition(mid, axis=0)
+    return 0.5 * (values[mid[0]] + values[mid[1]])
 
 
 class CartRegressor(RegressorBase):
