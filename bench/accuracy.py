@@ -210,10 +210,12 @@ def later_sweep_study(
     of the model trained on the whole first sweep (``evaluate_holdout``).
     """
     first = distinct_workloads(frame)
-    key = {tuple(np.round(r, 9)): i for i, r in enumerate(workload_matrix(first))}
-    rows = [key.get(tuple(np.round(r, 9))) for r in workload_matrix(later)]
-    common = np.array([i is not None for i in rows])
-    index = np.array([i for i in rows if i is not None])
+    # one group id per workload over both sweeps; the first sweep holds each group once
+    groups = workload_groups(np.vstack([workload_matrix(first), workload_matrix(later)]))
+    position = dict(zip(groups[: len(first)].tolist(), range(len(first)), strict=True))
+    later_groups = groups[len(first) :]
+    common = np.isin(later_groups, groups[: len(first)])
+    index = np.array([position[g] for g in later_groups[common].tolist()], dtype=int)
     report = evaluate_holdout(frame, later, device=name, time_budget_s=budget, compare_feature_sets=False)
     print(f"\n{name} -> {later_name}: the first sweep's medians and model on a later sweep")
     print(f"({int(common.sum())} of {len(later)} later runs repeat a workload of the first sweep)")

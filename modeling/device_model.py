@@ -23,12 +23,16 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
 from modeling.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
-from modeling.workload import METRICS, REGION_NAMES, SMALL_REQUEST_MAX, WORKLOAD_FIELDS, Workload
+from modeling.workload import (
+    BASIC_FIELDS,
+    METRICS,
+    REGION_NAMES,
+    SMALL_REQUEST_MAX,
+    WORKLOAD_FIELDS,
+    Workload,
+)
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, fill_defaults, region_codes
-
-_REQUIRED = ("write_ratio", "queue_depth", "request_size", "randomness")
-"""Workload fields a batch must give (the others have defaults)."""
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -116,7 +120,7 @@ class DeviceModel:
         The four basic fields are required; the others default as in :class:`Workload`.
         Every value is checked against the workload limits.
         """
-        missing = [f for f in _REQUIRED if f not in columns]
+        missing = [f for f in BASIC_FIELDS if f not in columns]
         if missing:
             raise InvalidInput(f"missing workload column(s): {', '.join(missing)}")
         n = len(columns["write_ratio"])
@@ -131,7 +135,7 @@ class DeviceModel:
                 raise InvalidInput(
                     f"column {name!r} holds non-numeric values", details={"field": name}
                 ) from None
-        for name in _REQUIRED:
+        for name in BASIC_FIELDS:
             gap = np.isnan(w[:, _F[name]])
             if gap.any():
                 row = int(np.argmax(gap))

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from modeling.errors import InvalidInput
-from modeling.workload import WORKLOAD_FIELDS
+from modeling.workload import BASIC_FIELDS, WORKLOAD_FIELDS
 from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io, workload_matrix
 
@@ -120,7 +120,7 @@ class WorkloadFeatures(TransformerMixin, BaseEstimator):
         if self.feature_set not in FEATURE_NAMES:
             raise ValueError(f"unknown feature set {self.feature_set!r}; use one of {FEATURE_SETS}")
         frame = _as_frame(X)
-        missing = [f for f in ("write_ratio", "queue_depth", "request_size", "randomness") if f not in frame]
+        missing = [f for f in BASIC_FIELDS if f not in frame]
         if missing:
             raise ValueError(f"missing workload columns: {missing}")
         self.feature_names_out_ = np.array(FEATURE_NAMES[self.feature_set], dtype=object)

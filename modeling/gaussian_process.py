@@ -164,9 +164,8 @@ class GaussianProcessModel(RegressorBase):
         """
         if self.nu == 0.5:
             raise ValueError("the slope of a nu=0.5 process is not defined at its training points")
-        out = np.zeros(X32.shape[0])
         if len(self.gp_alpha_) == 0:
-            return out
+            return np.zeros(X32.shape[0])
         key = direction.tobytes()
         if key not in self.gp_slopes_:  # a composite asks along one direction, again and again
             v = direction[self.gp_features_] * self.gp_factor_

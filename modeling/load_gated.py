@@ -137,9 +137,10 @@ class LoadGatedModel(RegressorBase):
     def _elasticity_one(self, X32: np.ndarray) -> float:
         """:meth:`elasticity` of a single row, in plain floats where numpy would cost more."""
         t = float(X32[0, self.n_col])
-        lo, hi = self.read_range_
-        inside = X32 + (min(max(t, float(lo)), float(hi)) - t) * self.unit_ if not lo <= t <= hi else X32
-        slope = float(self.parts_["gate"].slope(inside, self.unit_)[0]) / LN2
+        lo, hi = float(self.read_range_[0]), float(self.read_range_[1])
+        if not lo <= t <= hi:  # read the gate at the nearer end of the load range
+            X32 = X32 + (min(max(t, lo), hi) - t) * self.unit_
+        slope = float(self.parts_["gate"].slope(X32, self.unit_)[0]) / LN2
         return min(max(slope, 0.0), 1.0)
 
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from modeling.workload import METRIC_UNITS, METRICS, Workload
+from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
 from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
@@ -189,7 +189,7 @@ def predict(
         "read_randomness": read_randomness,
         "write_randomness": write_randomness,
     }
-    missing = [k for k in ("write_ratio", "queue_depth", "request_size", "randomness") if given[k] is None]
+    missing = [k for k in BASIC_FIELDS if given[k] is None]
     if missing:
         from modeling.errors import InvalidInput
 

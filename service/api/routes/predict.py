@@ -22,7 +22,7 @@ from starlette.types import Scope
 from modeling.errors import TooLarge
 from modeling.registry import ModelRegistry
 from modeling.store import validate_name
-from modeling.workload import WORKLOAD_FIELDS
+from modeling.workload import BASIC_FIELDS, EXTENDED_FIELDS, WORKLOAD_FIELDS
 from service.api.deps import ServiceState, StateDep
 from service.api.schemas import (
     BatchPredictRequest,
@@ -162,10 +162,6 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     return orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-_REQUIRED_FIELDS = ("write_ratio", "queue_depth", "request_size", "randomness")
-_OPTIONAL_FIELDS = tuple(f for f in WORKLOAD_FIELDS if f not in _REQUIRED_FIELDS)
-
-
 def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
     """The workloads as float columns by field (NaN where an optional field is left out)."""
     nan = float("nan")
@@ -175,8 +171,8 @@ def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
         return {f: np.full(n, nan) if c is None else np.array(c, dtype=np.float64) for f, c in cols.items()}
     rows = body.workloads or []
     # column-wise from the validated row dicts: far cheaper than building records
-    out = {f: np.fromiter(map(itemgetter(f), rows), np.float64, n) for f in _REQUIRED_FIELDS}
-    for f in _OPTIONAL_FIELDS:  # absent or null means NaN (the default applies)
+    out = {f: np.fromiter(map(itemgetter(f), rows), np.float64, n) for f in BASIC_FIELDS}
+    for f in EXTENDED_FIELDS:  # absent or null means NaN (the default applies)
         if not any(f in r for r in rows):
             out[f] = np.full(n, nan)
         else:
