@@ -7,7 +7,7 @@ inputs -- the service's single workloads -- never touch the pool.
 
 BLAS's own threads do not help here: the products are thin (rows x a few hundred
 training points), and its worker threads spin on the same cores as these blocks; the
-service runs with one BLAS thread (``Settings.blas_threads``).
+API server limits BLAS to one thread by default.
 """
 
 from __future__ import annotations

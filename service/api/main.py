@@ -66,14 +66,16 @@ def preload_models(state: ServiceState) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API app over the data directory named by ``settings``."""
     settings = settings or get_settings()
+    # One BLAS thread by default: a prediction's matrix products are thin, and BLAS workers
+    # spinning on the cores would slow the row-block threads of modeling.parallel down.
+    # Set here, not in the lifespan: that may run off the main thread (the test client's
+    # portal), and OpenBLAS ignores the call there.
+    threadpool_limits(limits=settings.blas_threads, user_api="blas")
     state = ServiceState(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Load models in the background: the port opens at once and /readyz says when done.
-        # One BLAS thread: a prediction's matrix products are thin, and BLAS workers spinning
-        # on the cores would slow the row-block threads of modeling.parallel down.
-        threadpool_limits(limits=settings.blas_threads, user_api="blas")
         threading.Thread(target=preload_models, args=(state,), name="preload", daemon=True).start()
         # Move everything imported so far (numpy, pandas, scikit-learn...) out of the
         # collector's sight: a full collection then scans only request garbage, not the
