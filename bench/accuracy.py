@@ -37,7 +37,7 @@ from modeling.selection import _c, relative_errors, workload_groups  # noqa: E40
 from modeling.store import DataDir  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
 
-FIO_PLOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "fio-plot"
+FIO_PLOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "fio-plot"
 TARGETS = {"iops": 0.04, "bandwidth_mib_s": 0.04, "latency_mean_us": 0.05, "latency_p99_us": 0.12}
 SHORT = {
     "latency_mean_us": "lat mean",

@@ -49,7 +49,7 @@ from modeling.store import DataDir  # noqa: E402
 from modeling.train import train_device  # noqa: E402
 from service.api.main import create_app  # noqa: E402
 
-FIO_DATA = ROOT.parent / "shared" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
+FIO_DATA = ROOT / "tests" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
 DEVICE = "intel-s4610"
 
 

@@ -30,7 +30,6 @@ from traces.characterize import characterize_chunks  # noqa: E402
 from traces.formats.blktrace import TA_COMPLETE, TA_ISSUE, TA_QUEUE, TC_READ, TC_WRITE, header_dtype  # noqa: E402
 from traces.reader import open_trace  # noqa: E402
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 TESTDATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
 
 
@@ -252,7 +251,7 @@ def main() -> None:
     if args.device:
         if args.home is None:
             ap.error("--device needs --home")
-        src = SHARED if SHARED.is_dir() else TESTDATA
+        src = TESTDATA
         validation(
             args.device,
             args.home,

@@ -18,7 +18,7 @@ from collectors.ingest import ingest_paths
 from modeling.store import DataDir
 
 REPO = Path(modeling.__file__).resolve().parent.parent
-DEFAULT_FIO_DIR = REPO.parent / "shared" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
+DEFAULT_FIO_DIR = REPO / "tests" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
 
 
 def open_device() -> tuple[DataDir, str]:

@@ -12,8 +12,15 @@ from modeling.store import DataDir
 from service.config import get_settings
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
 TEST_DATA = Path(__file__).resolve().parent / "data"
+FIO_PLOT = TEST_DATA / "fio-plot"  # louwrentius/fio-plot results (BSD-3-Clause, LICENSE beside them)
+
+
+def data_path(path: Path) -> Path:
+    """A file or folder of the repository's test data; fails loudly when it is missing."""
+    if not path.exists():
+        pytest.fail(f"test data missing: {path} (it ships with the repository under tests/data/)")
+    return path
 
 
 @pytest.fixture(autouse=True)

@@ -15,10 +15,9 @@ from collectors.ingest import ingest_paths
 from collectors.plans import grid_plan
 from collectors.sweep import SweepSettings, run_sweep
 from modeling.store import DataDir
-from tests.conftest import REPO, SHARED_DATA
+from tests.conftest import FIO_PLOT, REPO
 
 NOTEBOOKS = REPO / "notebooks"
-FIO_PLOT = SHARED_DATA / "fio-plot"
 SMALL_DEVICE = FIO_PLOT / "HPDL380G8" / "RAID" / "NEW" / "P420i_SAMSUNG860_RW"
 
 

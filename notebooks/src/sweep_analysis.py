@@ -9,7 +9,7 @@
 # measurements are.
 #
 # **Data.** By default it imports the real fio results of an Intel D3-S4610 SATA SSD
-# (`../shared/data/fio-plot`, BSD-3-Clause) into a temporary data directory with the same
+# (`tests/data/fio-plot`, BSD-3-Clause) into a temporary data directory with the same
 # function `ssdpredict ingest` uses. To look at your own device instead, start Jupyter with
 # `SSDPREDICT_HOME` (your data directory) and `SSDPREDICT_DEVICE` (the device name) set.
 # `SSDPREDICT_NB_FIO_DIR` picks another folder of fio JSON results for the default import.

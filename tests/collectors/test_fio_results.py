@@ -12,9 +12,8 @@ from collectors.fio.results import parse_fio_output, workload_from_options
 from collectors.fio.runner import run_fio
 from modeling.errors import FioOutputError
 from modeling.workload import METRICS
-from tests.conftest import SHARED_DATA
+from tests.conftest import FIO_PLOT
 
-FIO_PLOT = SHARED_DATA / "fio-plot"
 INTEL = FIO_PLOT / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
 
 

@@ -12,7 +12,7 @@ from collectors.ingest import ingest_bytes, ingest_paths, parse_fio_files
 from modeling.errors import FioOutputError, InvalidInput, TooLarge, UnknownDevice
 from modeling.store import DataDir
 from modeling.workload import METRICS
-from tests.conftest import SHARED_DATA, TEST_DATA
+from tests.conftest import FIO_PLOT, TEST_DATA, data_path
 
 FIO_SUBSET = TEST_DATA / "fio"
 INTEL = FIO_SUBSET / "INTEL_D3_S4610"
@@ -27,9 +27,7 @@ def _nothing_stored(datadir: DataDir, device: str) -> bool:
 
 
 def test_all_of_fio_plot_ingests_one_device_per_leaf_folder(datadir: DataDir) -> None:
-    root = SHARED_DATA / "fio-plot"
-    if not root.is_dir():
-        pytest.fail(f"shared fio-plot data missing at {root} (expected <repo>/../shared/data/fio-plot)")
+    root = data_path(FIO_PLOT)
     leaves = sorted({p.parent for p in root.rglob("*.json")})
     total_files = total_points = 0
     for leaf in leaves:

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from modeling.store import DataDir
 from service.cli.main import app
-from tests.conftest import SHARED_DATA, TEST_DATA
+from tests.conftest import FIO_PLOT, TEST_DATA
 
 runner = CliRunner()
 FIO_SUBSET = TEST_DATA / "fio"
@@ -24,7 +24,7 @@ def test_cli_ingest_prints_points_per_file_and_stores_them(datadir: DataDir) -> 
 
 
 def test_cli_ingest_summarises_large_imports_per_folder(datadir: DataDir) -> None:
-    folder = SHARED_DATA / "fio-plot" / "SERVER" / "IBM_M1015" / "SAMSUNG_PM883"
+    folder = FIO_PLOT / "SERVER" / "IBM_M1015" / "SAMSUNG_PM883"
     result = runner.invoke(app, ["ingest", "-d", "pm883", str(folder)])
     assert result.exit_code == 0, result.output
     assert "SAMSUNG_PM883/: 98 points from 98 files" in result.output

@@ -9,16 +9,18 @@ from collectors.fio.results import parse_fio_output
 from modeling.selection import Candidate
 from modeling.store import DataDir, ModelVersion
 from modeling.train import train_device
-from tests.conftest import SHARED_DATA
+from tests.conftest import FIO_PLOT, data_path
 
-FIO_PLOT = SHARED_DATA / "fio-plot"
 DEVICE_DIR = FIO_PLOT / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
 DEVICE = "intel-s4610"
 
 
 def fio_files(limit: int | None = None, folder: Path = DEVICE_DIR) -> list[Path]:
     """Real fio JSON results of one SATA SSD (fio-plot data)."""
-    return sorted(folder.glob("*.json"))[:limit]
+    files = sorted(data_path(folder).glob("*.json"))
+    if not files:
+        raise AssertionError(f"no fio JSON results in {folder}")
+    return files[:limit]
 
 
 def ingest_fio(datadir: DataDir, device: str, paths: list[Path]) -> None:
