@@ -20,7 +20,7 @@ run: bootstrap
 	$(BIN)/ssdpredict quickstart
 
 test: bootstrap
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 bootstrap: system-deps venv
 
