@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 from nbdata import open_device
-from modeling.evaluate import evaluate_device
-from modeling.fit import INTERVAL_LEVEL
-from modeling.registry import ModelRegistry
-from modeling.selection import relative_errors
-from modeling.train import train_device
+from modeling.training.evaluate import evaluate_device
+from modeling.training.fit import INTERVAL_LEVEL
+from modeling.serving.registry import ModelRegistry
+from modeling.training.selection import relative_errors
+from modeling.training.train import train_device
 from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io, region_codes
 

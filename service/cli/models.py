@@ -36,7 +36,7 @@ def train(
 ) -> None:
     """Train one model per metric (and per region) and register a new model version."""
     from modeling.features import feature_choice
-    from modeling.train import train_device
+    from modeling.training.train import train_device
 
     feature_sets = feature_choice(features)
     with progress_bar(fraction=True) as bar:
@@ -87,7 +87,7 @@ def evaluate(
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
-    from modeling.evaluate import evaluate_device
+    from modeling.training.evaluate import evaluate_device
     from modeling.features import feature_choice
 
     feature_sets = feature_choice(features)
@@ -166,8 +166,8 @@ def predict(
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Predict the metrics of one workload, or of every row of a CSV file."""
-    from modeling.batch import predict_csv
-    from modeling.predict import predict as predict_one
+    from modeling.serving.batch import predict_csv
+    from modeling.serving.predict import predict as predict_one
 
     data = datadir()
     if input_csv is not None:
@@ -236,7 +236,7 @@ def list_versions(
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """List a device's model versions."""
-    from modeling.registry import ModelRegistry
+    from modeling.serving.registry import ModelRegistry
 
     versions = ModelRegistry(datadir()).versions(device)
     rows = [
@@ -307,7 +307,7 @@ def activate(
     version: str = typer.Argument(..., help="version to make active"),
 ) -> None:
     """Make a model version the active one (rollback or roll forward)."""
-    from modeling.registry import ModelRegistry
+    from modeling.serving.registry import ModelRegistry
 
     mv = ModelRegistry(datadir()).activate(device, version)
     console.print(f"{mv.device}: active model is now {mv.version}")

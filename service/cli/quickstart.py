@@ -40,8 +40,8 @@ def quickstart(
 
     from collectors.plans import build_plan
     from collectors.sweep import SweepSettings, run_sweep
-    from modeling.evaluate import evaluate_device
-    from modeling.train import train_device
+    from modeling.training.evaluate import evaluate_device
+    from modeling.training.train import train_device
 
     data = datadir()
     target = data.scratch_dir / f"{device}.img"

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from modeling.estimators import (
+from modeling.estimators.families import (
     CartRegressor,
     ExtraTreesModel,
     GaussianProcessModel,

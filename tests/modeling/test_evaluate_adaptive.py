@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from modeling.adaptive import propose_points
-from modeling.evaluate import evaluate_device, evaluate_frame, noise_floor
+from modeling.training.adaptive import propose_points
+from modeling.training.evaluate import evaluate_device, evaluate_frame, noise_floor
 from modeling.workload import METRICS, Workload
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 

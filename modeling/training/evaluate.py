@@ -21,13 +21,13 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from modeling.metric_models import DERIVABLE, derive_metric
+from modeling.serving.metric_models import DERIVABLE, derive_metric
 from modeling.workload_matrix import region_codes
 from modeling.errors import InvalidInput, NoData
 from modeling.features import FEATURE_SETS
 from modeling.workload_matrix import workload_matrix
-from modeling.fit import fit_device_model, training_rows
-from modeling.selection import Candidate, cv_folds, default_candidates, relative_errors, workload_groups
+from modeling.training.fit import fit_device_model, training_rows
+from modeling.training.selection import Candidate, cv_folds, default_candidates, relative_errors, workload_groups
 from modeling.store import DataDir
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 

@@ -22,13 +22,13 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from modeling.device_model import DeviceModel
-from modeling.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
+from modeling.serving.device_model import DeviceModel
+from modeling.serving.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
 from modeling.workload_matrix import region_codes, workload_matrix
 from modeling.errors import NoData
-from modeling.estimators import make_estimator
+from modeling.estimators.families import make_estimator
 from modeling.features import compute_features
-from modeling.selection import (
+from modeling.training.selection import (
     Candidate,
     Selection,
     conformal_q,

@@ -1,6 +1,6 @@
 """A device's trained models, ready to predict: :class:`DeviceModel`.
 
-Per metric a :class:`~modeling.metric_models.MetricSpec` says how it is predicted (its
+Per metric a :class:`~modeling.serving.metric_models.MetricSpec` says how it is predicted (its
 own estimators, derived from IOPS by physics, or a ratio to the mean latency) with a
 global model and, where a region had enough data, one per workload region.
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
+from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
 from modeling.workload import (
     BASIC_FIELDS,
     METRICS,
