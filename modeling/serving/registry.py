@@ -39,7 +39,7 @@ from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
 from modeling.estimators.serialize import export_estimator, import_estimator
 from modeling.store import DataDir, ModelVersion
-from modeling.store.datadir import validate_name
+from modeling.store.names import validate_name
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
 FORMAT = "ssdpredict-model"

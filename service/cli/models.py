@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
+from modeling.errors import InvalidInput
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
 from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
@@ -91,13 +95,14 @@ def evaluate(
     from modeling.features import feature_choice
 
     feature_sets = feature_choice(features)
+    held = _read_holdout(Path(holdout)) if holdout is not None else None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("evaluating", total=1.0)
         report = evaluate_device(
             datadir(),
             device,
             folds=folds,
-            holdout=holdout,
+            holdout=held,
             time_budget_s=time_budget,
             feature_sets=feature_sets,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
@@ -191,8 +196,6 @@ def predict(
     }
     missing = [k for k in BASIC_FIELDS if given[k] is None]
     if missing:
-        from modeling.errors import InvalidInput
-
         raise InvalidInput(
             "missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or use --input FILE.csv)"
         )
@@ -311,3 +314,17 @@ def activate(
 
     mv = ModelRegistry(datadir()).activate(device, version)
     console.print(f"{mv.device}: active model is now {mv.version}")
+
+
+def _read_holdout(path: Path) -> pd.DataFrame:
+    """Measured rows of an ingest-format CSV (workload columns plus metric columns)."""
+    import pandas as pd
+
+    from collectors.ingest import parse_csv_measurements
+
+    if not path.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    try:
+        return pd.DataFrame(parse_csv_measurements(path))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from exc
