@@ -22,7 +22,7 @@ import pandas as pd
 
 from modeling.serving.metric_models import DERIVABLE, derive_metric
 from modeling.workload_matrix import region_codes
-from modeling.errors import InvalidInput, NoData
+from modeling.errors import NoData
 from modeling.features import FEATURE_SETS
 from modeling.workload_matrix import workload_matrix
 from modeling.training.fit import fit_device_model, training_rows
