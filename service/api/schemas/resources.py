@@ -102,10 +102,8 @@ class ModelVersionPublic(BaseModel):
 class DeviceSummary(BaseModel):
     """A device in the list."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     name: str
-    device_class: str = Field(alias="class")
+    device_class: str = Field(serialization_alias="class")
     created_at: str
     active_model_version: str | None
 
@@ -139,7 +137,6 @@ class DevicePublic(BaseModel):
     """One device: class, metadata, sweeps and the active model with its accuracy."""
 
     model_config = ConfigDict(
-        populate_by_name=True,
         json_schema_extra={
             "examples": [
                 {
@@ -155,7 +152,7 @@ class DevicePublic(BaseModel):
     )
 
     name: str
-    device_class: str = Field(alias="class")
+    device_class: str = Field(serialization_alias="class")
     metadata: dict[str, Any]
     created_at: str
     sweeps: list[SweepPublic]
