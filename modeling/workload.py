@@ -314,7 +314,7 @@ class Workload(BaseModel):
     # from WORKLOAD_LIMITS (a test holds the fields equal to the table).
     write_ratio: Annotated[float, _limits("write_ratio")] = _spec("write_ratio")
     queue_depth: Annotated[int, _limits("queue_depth")] = _spec("queue_depth")
-    request_size: Annotated[int, _Size, _limits("request_size")] = _spec("request_size")
+    request_size: Annotated[int, _limits("request_size"), _Size] = _spec("request_size")
     randomness: Annotated[float, _limits("randomness")] = _spec("randomness")
     numjobs: Annotated[int, _limits("numjobs")] = _spec("numjobs")
     read_size: Annotated[Annotated[int, _limits("read_size")] | None, _OptionalSize] = _spec("read_size")
