@@ -292,7 +292,8 @@ def plan_from_file(spec: PlanFile, *, values: Mapping[str, Sequence[Any]] | None
         return shuffled(spec.name, [plan_point(**p) for p in spec.points], s, file=str(spec.path))
     merged = {**spec.values, **(values or {})}
     plan = build_plan(spec.kind, values=merged, bounds=spec.bounds, n=n or spec.n, seed=s)
-    return Plan(spec.name, plan.points, plan.seed, {**plan.settings, "file": str(spec.path), "kind": spec.kind})
+    settings = {**plan.settings, "file": str(spec.path), "kind": spec.kind}
+    return Plan(spec.name, plan.points, plan.seed, settings)
 
 
 def _bounds_from_values(values: Mapping[str, Sequence[Any]]) -> dict[str, tuple[Any, Any]]:

@@ -1,7 +1,8 @@
 """How a sweep measures, parsed and validated once.
 
-:class:`SweepSettings` is built from what a user typed (``"1s"``, ``"256MiB"``, ``"auto"``)
-and holds typed values only: durations in whole milliseconds (fio truncates fractional
+:class:`SweepSettings` is built from what a user typed (``runtime="1s"``, ``size="256MiB"``,
+``engine="auto"``; a bare number is seconds) or from typed values (``runtime_ms=1000``,
+``size_bytes=...``), and holds typed values only: durations in whole milliseconds (fio truncates fractional
 seconds, so milliseconds are what a job file gets), sizes in bytes, the engine or ``None``
 for "probe".  It owns every check that needs no device: the device class, the CSD path,
 the NVMe-oF target, the RAID facts, the quality options and the fio server address.
@@ -12,12 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated, Any, Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -65,13 +65,15 @@ def _duration_text(ms: int) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-Milliseconds = Annotated[int, BeforeValidator(parse_duration_ms)]
-Bytes = Annotated[int, BeforeValidator(size_option)]
-
-
-def _alias(short: str, full: str) -> Any:
-    # the short name is what users and older callers pass ("runtime": "1s")
-    return AliasChoices(short, full)
+# what a user types ("runtime": "1s", numbers are seconds) -> the typed field and its parser
+_TEXT_FIELDS: Final[dict[str, tuple[str, Callable[[Any], int]]]] = {
+    "runtime": ("runtime_ms", parse_duration_ms),
+    "ramp": ("ramp_ms", parse_duration_ms),
+    "steady_state_window": ("steady_state_window_ms", parse_duration_ms),
+    "steady_state_max": ("steady_state_max_ms", parse_duration_ms),
+    "size": ("size_bytes", size_option),
+    "offset": ("offset_bytes", size_option),
+}
 
 
 class RaidFacts(BaseModel):
@@ -115,15 +117,15 @@ class SweepSettings(BaseModel):
     :class:`~modeling.errors.InvalidInput` when the object is built.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     target: str = ""
     device_class: str = "ssd"
     engine: str | None = None                  # None: probe io_uring, then libaio
-    runtime_ms: Milliseconds = Field(1000, validation_alias=_alias("runtime", "runtime_ms"))
-    ramp_ms: Milliseconds = Field(0, validation_alias=_alias("ramp", "ramp_ms"))
-    size_bytes: Bytes = Field(256 * 1024 * 1024, validation_alias=_alias("size", "size_bytes"))
-    offset_bytes: Bytes = Field(0, validation_alias=_alias("offset", "offset_bytes"))
+    runtime_ms: int = Field(1000, ge=0)       # given as runtime="1s"
+    ramp_ms: int = Field(0, ge=0)             # ramp="0ms"
+    size_bytes: int = Field(256 * 1024 * 1024, ge=0)  # size="256MiB": the span (a file is created at it)
+    offset_bytes: int = Field(0, ge=0)        # offset="0": start of the span
     remote: str | None = None                  # HOST:PORT of a fio --server
     destroy_data: bool = False
     repeats: int = 1
@@ -131,10 +133,8 @@ class SweepSettings(BaseModel):
     precondition_passes: int = 2
     steady_state: bool = False
     steady_state_rule: str = "fio"             # "fio" (fio's steadystate) or "pts" (rounds)
-    steady_state_window_ms: Milliseconds = Field(           # fio ss_dur
-        5000, validation_alias=_alias("steady_state_window", "steady_state_window_ms"))
-    steady_state_max_ms: Milliseconds = Field(              # fio runtime cap while waiting
-        30_000, validation_alias=_alias("steady_state_max", "steady_state_max_ms"))
+    steady_state_window_ms: int = Field(5000, ge=0)   # steady_state_window="5s": fio ss_dur
+    steady_state_max_ms: int = Field(30_000, ge=0)    # steady_state_max="30s": runtime cap meanwhile
     steady_state_rounds: int = 25              # PTS rule: round cap
     csd_path: str | None = None                # external, internal or concurrent (class csd)
     internal_target: str | None = None         # path inside a CSD for internal/concurrent
@@ -203,10 +203,18 @@ class SweepSettings(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _external_by_default(cls, data: Any) -> Any:
+    def _parse_text(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, (field, parse) in _TEXT_FIELDS.items():
+            if name in data:
+                if field in data:
+                    raise InvalidInput(f"give {name} or {field}, not both")
+                data[field] = parse(data.pop(name))
         # a CSD measured without --csd-path is measured from the host: its external path
-        if isinstance(data, dict) and data.get("device_class") == "csd" and data.get("csd_path") is None:
-            return {**data, "csd_path": "external"}
+        if data.get("device_class") == "csd" and data.get("csd_path") is None:
+            data["csd_path"] = "external"
         return data
 
     @model_validator(mode="after")

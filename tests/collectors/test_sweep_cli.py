@@ -14,9 +14,7 @@ from typer.testing import CliRunner
 
 from modeling.store import DataDir
 from service.cli.main import app
-from tests.collectors.core_fixtures import make_loop, mkfs_ext4, sha256_of
-
-__all__ = ["make_loop"]
+from tests.device_fixtures import mkfs_ext4, sha256_of
 
 SWEEP = ["sweep", "--device", "d", "--runtime", "500ms", "--size", "16MiB", "--plan", "grid",
          "--write-ratios", "0,1", "--queue-depths", "1,4", "--sizes", "4k", "--randomness", "1"]
@@ -74,7 +72,7 @@ def test_missing_fio_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.fio
-def test_cli_refuses_device_with_filesystem(make_loop, tmp_path: Path, fio_available: str) -> None:  # noqa: F811
+def test_cli_refuses_device_with_filesystem(make_loop, tmp_path: Path, fio_available: str) -> None:
     dev = make_loop(mkfs_ext4)
     before = sha256_of(dev)
     result = CliRunner().invoke(app, [*SWEEP, "--target", dev])
