@@ -25,7 +25,7 @@ from collectors.devices import nvmeof
 from collectors.fio.engines import resolve_engine, spdk_plugin
 from collectors.fio.jobs import JobSettings
 from collectors.fio.runner import fio_binary, fio_version, run_fio
-from collectors.plans import Plan
+from collectors.plans import Plan, build_plan
 from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summary
 from collectors.safety import check_target, prepare_file
 from collectors.sweep_settings import SweepSettings
@@ -43,6 +43,22 @@ def sweep_key(device: str, plan: Plan, settings: SweepSettings) -> str:
     ident = {"device": device, "class": settings.device_class, "plan": plan.key,
              "settings": settings.identity()}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def sweep_plan(datadir: DataDir, device: str, device_class: str, *, kind: str | None = None,
+               values: dict[str, list[Any]] | None = None, budget: int | None = None,
+               seed: int | None = None, points: int | None = None) -> Plan:
+    """The plan a sweep of ``device`` measures: ``kind`` (default quick, nvmeof for an NVMe-oF
+    device), its value lists, ``budget`` points for sampled plans, cut to the first ``points``.
+
+    An adaptive plan places its points where the model of the device's stored
+    measurements is least certain.
+    """
+    kind = kind or ("nvmeof" if device_class == "nvmeof" else "quick")
+    measurements = None
+    if kind == "adaptive" and device in {d.name for d in datadir.catalog.list_devices()}:
+        measurements = datadir.catalog.measurements(device)
+    return build_plan(kind, values=values, n=budget, seed=seed, measurements=measurements).head(points)
 
 
 def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings, *,
