@@ -2,9 +2,9 @@
 
 :class:`SweepSettings` is built from what a user typed (``runtime="1s"``, ``size="256MiB"``,
 ``engine="auto"``; a bare number is seconds) or from typed values (``runtime_ms=1000``,
-``size_bytes=...``), and holds typed values only: durations in whole milliseconds (fio truncates fractional
-seconds, so milliseconds are what a job file gets), sizes in bytes, the engine or ``None``
-for "probe".  It owns every check that needs no device: the device class, the CSD path,
+``size_bytes=...``), and holds typed values only: durations in whole milliseconds (fio
+truncates fractional seconds, so milliseconds are what a job file gets), sizes in bytes,
+the engine or ``None`` for "probe".  It owns every check that needs no device: the device class, the CSD path,
 the NVMe-oF target, the RAID facts, the quality options and the fio server address.
 Everything downstream (:mod:`collectors.sweep`, :mod:`collectors.points`) trusts it.
 """
