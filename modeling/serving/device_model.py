@@ -23,9 +23,10 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
+from modeling.serving.physics import PhysicsLimits, Stretch, apply_physics, extrapolation, stretch, widen
 from modeling.workload import (
     BASIC_FIELDS,
-    METRICS,
+    SERVED_METRICS,
     REGION_NAMES,
     WORKLOAD_FIELDS,
     Workload,
@@ -34,6 +35,7 @@ from modeling.workload import (
 )
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, region_codes
+
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -44,6 +46,7 @@ class MetricPrediction:
     upper: float | None
     extrapolated: bool
     model: str
+    extrapolation: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,8 @@ class Prediction:
     device: str
     model_version: str
     predictions: dict[str, MetricPrediction]
+    extrapolation: dict[str, float] = field(default_factory=dict)
+    """Per workload field outside the measured range, how many times beyond it."""
 
 
 class DeviceModel:
@@ -65,11 +70,13 @@ class DeviceModel:
         specs: dict[str, MetricSpec],
         data_regions: frozenset[str],
         manifest: dict[str, Any] | None = None,
+        limits: PhysicsLimits | None = None,
     ) -> None:
         self.device = device
         self.version = version
         self.specs = specs
-        self.metrics = tuple(m for m in METRICS if m in specs)
+        self.metrics = tuple(m for m in SERVED_METRICS if m in specs)
+        self.limits = limits  # None for models saved before the physics limits were recorded
         self.data_regions = data_regions
         self.manifest = manifest or {}
         self._data_region_mask = np.array([r in data_regions for r in REGION_NAMES])
@@ -87,6 +94,7 @@ class DeviceModel:
     ) -> Prediction:
         """Predict the metrics of one workload."""
         row = [float(getattr(workload, f)) for f in WORKLOAD_FIELDS]
+        far = self.extrapolation(np.array([row]))[0]
         preds = {
             metric: MetricPrediction(
                 value=value,
@@ -94,10 +102,18 @@ class DeviceModel:
                 upper=None if math.isnan(upper) else upper,
                 extrapolated=extrap,
                 model=scope,
+                extrapolation=far if extrap else {},
             )
             for metric, (value, lower, upper, extrap, scope) in self.predict_row(row, metrics, model).items()
         }
-        return Prediction(device=self.device, model_version=self.version, predictions=preds)
+        return Prediction(self.device, self.version, preds, far)
+
+    def extrapolation(self, w: np.ndarray) -> list[dict[str, float]]:
+        """Per workload, ``{field: factor}`` for each field outside the measured range.
+
+        See :func:`modeling.serving.physics.extrapolation`.
+        """
+        return extrapolation(w, self.limits)
 
     def predict_frame(
         self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
@@ -154,13 +170,33 @@ class DeviceModel:
     ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per metric: (value, lower, upper, extrapolated, scope name) arrays for a workload matrix."""
         wanted = self._check_request(metrics, model)
-        ctx = _Context(w, region_codes(w), _Features(w), model)
+        st = stretch(w, self.limits)
+        ctx = _Context(st.w_eval, w, region_codes(w), _Features(st.w_eval), model)
         ctx.no_data = ~self._data_region_mask[ctx.codes]
-        return {metric: self._predict_metric(metric, ctx) for metric in wanted}
+        # every metric, not only the wanted ones: the laws tie them together
+        raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
+        return self._finish(raw, w, st, wanted)
 
-    def _predict_metric(
-        self, metric: str, ctx: _Context
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _finish(
+        self, raw: dict[str, tuple[Any, ...]], w: np.ndarray, st: Stretch, wanted: Sequence[str]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """Raw (value, q, extrapolated, scope) per metric -> physical answers with intervals.
+
+        Both paths end here, so the one-row answer equals the matrix answer by construction.
+        """
+        values = {m: np.asarray(r[0], dtype=np.float64).reshape(-1) for m, r in raw.items()}
+        apply_physics(values, w, st, self.limits)
+        out = {}
+        for metric in wanted:
+            value = np.maximum(values[metric], 0.0)
+            q = widen(raw[metric][1], st.distance)
+            # a load beyond the measured one can hide inside each field's own range
+            extrap = raw[metric][2] | (st.distance > 0.0)
+            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, raw[metric][3])
+        return out
+
+    def _predict_metric(self, metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
+        """The model's (value, q, extrapolated, scope) of one metric at ``ctx.w``, before the laws."""
         if metric in ctx.done:
             return ctx.done[metric]
         w = ctx.w
@@ -194,11 +230,10 @@ class DeviceModel:
             value = derive_metric(metric, value, w) * factor
         elif spec.mode == "ratio":
             # the model predicts the ratio to the mean latency (tail / mean)
-            mean, _, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
+            mean, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
             value = value * mean
             extrap = extrap | mean_extrap
-        value = np.maximum(value, 0.0)
-        ctx.done[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, names)
+        ctx.done[metric] = (value, q, extrap, names)
         return ctx.done[metric]
 
     def predict_row(
@@ -213,10 +248,18 @@ class DeviceModel:
         wanted = self._check_request(metrics, model)
         code = region_code(row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]])
         w = np.array([row], dtype=np.float64)
-        state = _RowState(row, w, code, _Features(w), model)
-        return {metric: self._predict_row_metric(metric, state) for metric in wanted}
+        stretched = stretch(w, self.limits)
+        w_eval = stretched.w_eval
+        state = _RowState(w_eval[0].tolist(), row, w_eval, code, _Features(w_eval), model)
+        raw = {metric: self._predict_row_metric(metric, state) for metric in self.metrics}
+        out = self._finish(raw, w, stretched, wanted)
+        return {
+            m: (float(v[0]), float(lo[0]), float(hi[0]), bool(x), str(s))
+            for m, (v, lo, hi, x, s) in out.items()
+        }
 
-    def _predict_row_metric(self, metric: str, st: _RowState) -> tuple[float, float, float, bool, str]:
+    def _predict_row_metric(self, metric: str, st: _RowState) -> tuple[float, float, bool, str]:
+        """:meth:`_predict_metric` of one workload, in plain floats."""
         if metric in st.done:
             return st.done[metric]
         spec = self.specs[metric]
@@ -228,15 +271,14 @@ class DeviceModel:
         if value is None:
             value = st.cache[key] = float(sm.predict(st.features)[0])
         q = own.q if own is not None else math.nan
-        extrap = self._no_data[st.code] or sm.outside_row(st.row)
+        extrap = self._no_data[st.code] or sm.outside_row(st.asked)
         if spec.mode == "derived":
             factor = own.scale if own is not None else 1.0
             value = derive_row(metric, value, st.row) * factor
         elif spec.mode == "ratio":
             mean = self._predict_row_metric("latency_mean_us", st)
-            value, extrap = value * mean[0], extrap or mean[3]
-        value = max(value, 0.0)
-        st.done[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
+            value, extrap = value * mean[0], extrap or mean[2]
+        st.done[metric] = (value, q, extrap, scope)
         return st.done[metric]
 
     def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
@@ -294,7 +336,8 @@ class _Features:
 class _Context:
     """Per-call state of one batch prediction."""
 
-    w: np.ndarray
+    w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
+    asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
     features: _Features
     model: str
@@ -314,7 +357,7 @@ class _Context:
         """Rows with a field outside the range the scope's model was trained on."""
         hit = self.ranges.get(id(sm))
         if hit is None:
-            hit = self.ranges[id(sm)] = sm.outside(self.w)
+            hit = self.ranges[id(sm)] = sm.outside(self.asked)
         return hit
 
 
@@ -322,8 +365,9 @@ class _Context:
 class _RowState:
     """Per-call state of one single-workload prediction."""
 
-    row: list[float]
-    w: np.ndarray  # the row as a 1 x 9 matrix, for features and physics
+    row: list[float]  # the workload the models are evaluated at (see physics.stretch)
+    asked: list[float]  # the workload asked for
+    w: np.ndarray  # the evaluated row as a 1 x 9 matrix, for features
     code: int
     features: _Features
     model: str

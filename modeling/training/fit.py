@@ -42,7 +42,8 @@ from modeling.training.selection import (
     select,
     workload_groups,
 )
-from modeling.workload import BASIC_FIELDS, METRICS, REGION_NAMES
+from modeling.serving.physics import PhysicsLimits
+from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
 """Fewest distinct measured workloads a device needs to be trained."""
@@ -75,6 +76,13 @@ def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray
         raise NoData(f"only {len(clean)} usable measured points; at least {MIN_ROWS} are needed to train")
     w = workload_matrix(clean)
     ys = {m: clean[m].to_numpy(dtype=np.float64) for m in METRICS}
+    for m in PERCENTILE_METRICS:
+        # a percentile is learned only where every usable run holds it (fio sweeps do;
+        # a CSV of means and p99s does not)
+        if m in clean.columns:
+            y = pd.to_numeric(clean[m], errors="coerce").to_numpy(dtype=np.float64)
+            if np.isfinite(y).all() and (y > 0).all():
+                ys[m] = y
     return w, ys, clean
 
 
@@ -212,8 +220,12 @@ def fit_device_model(
             spec = _prefer_ratio(fit, spec, entry)
         fit.specs[metric] = spec
         fit.report[metric] = entry
+    for metric in PERCENTILE_METRICS:
+        if metric in ys:
+            _fit_percentile(fit, metric)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
-    model = DeviceModel(device, version, fit.specs, data_regions)
+    limits = PhysicsLimits.measured(w, ys["bandwidth_mib_s"])
+    model = DeviceModel(device, version, fit.specs, data_regions, limits=limits)
     summary = {
         "metrics": fit.report,
         "n_rows": int(len(w_runs)),
@@ -254,6 +266,7 @@ def _plan(
     gaps = {m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE}
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
     calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
+    calls += sum(m in ys for m in PERCENTILE_METRICS)
     return _Fit(
         w=w,
         ys=ys,
@@ -357,6 +370,7 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
     """Tail latency as a learned ratio to the mean latency, where that beats the direct model."""
     direct_mre = fit.selections["latency_p99_us"].mre
     ratio_spec, ratio_entry = _ratio_spec(
+        "latency_p99_us",
         fit.w,
         fit.ys["latency_p99_us"],
         fit.ys["latency_mean_us"],
@@ -375,7 +389,31 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
     return spec
 
 
+def _fit_percentile(fit: _Fit, metric: str) -> None:
+    """A further latency percentile, as a learned multiple of the mean latency.
+
+    The percentiles are served as one curve: each is a ratio to the same mean-latency
+    prediction, and serving orders them (see :mod:`modeling.serving.physics`).
+    """
+    spec, entry = _ratio_spec(
+        metric,
+        fit.w,
+        fit.ys[metric],
+        fit.ys["latency_mean_us"],
+        fit.final_oof["latency_mean_us"],
+        fit.splits,
+        fit.cands,
+        fit.per_call,
+        fit.runs,
+        fit.tune,
+    )
+    fit.specs[metric] = spec
+    fit.report[metric] = {"mode": "ratio", "global": entry, "regions": {}}
+    fit.step(f"{metric}: ratio to the mean latency, CV MRE {entry['cv_mre']:.2%}")
+
+
 def _ratio_spec(
+    metric: str,
     w: np.ndarray,
     y: np.ndarray,
     mean_y: np.ndarray,
@@ -394,11 +432,11 @@ def _ratio_spec(
     sel = select(w, y / mean_y, splits, for_metric(cands, "latency_p99_us"), budget, tune=tune)
     oof = sel.oof * mean_oof
     scale = mre_scale(oof, y)
-    scope = _scope("global", sel, w, y / mean_y, runs.q(oof * scale, "latency_p99_us"))
+    scope = _scope("global", sel, w, y / mean_y, runs.q(oof * scale, metric))
     scope.scale *= scale
     scope.cv = {"mre": _mre(oof * scale, y)}
-    entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
-    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry
+    entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": f"{metric} / latency_mean_us"}
+    return MetricSpec(metric, "ratio", {"global": scope}), entry
 
 
 def _derived_spec(
