@@ -25,9 +25,8 @@ from service.cli.common import (
 if TYPE_CHECKING:
     from modeling.serving.predict import Prediction
 
-FeaturesOption = Annotated[
-    str, typer.Option("--features", help="feature set: extended, basic, or both (cross-validation chooses)")
-]
+FeaturesOption = Annotated[str, typer.Option(
+    "--features", help="feature set: extended, basic, or both (cross-validation chooses)")]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,9 +46,8 @@ def register(app: typer.Typer) -> None:
 def train(
     device: DeviceOption,
     folds: Annotated[int, typer.Option(min=2, max=20, help="cross-validation folds for model selection")] = 5,
-    time_budget: Annotated[
-        float, typer.Option(min=0.0, help="seconds to spend tuning (whole device)")
-    ] = 60.0,
+    time_budget: Annotated[float, typer.Option(
+        min=0.0, help="seconds to spend tuning (whole device)")] = 60.0,
     features: FeaturesOption = "extended",
     no_activate: Annotated[bool, typer.Option("--no-activate", help="register without activating")] = False,
     json_output: JsonOption = False,
@@ -97,12 +95,10 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
 def evaluate(
     device: DeviceOption,
     folds: Annotated[int, typer.Option(min=2, max=20, help="outer cross-validation folds")] = 5,
-    holdout: Annotated[
-        str | None, typer.Option("--holdout", help="CSV of measured workloads to test on")
-    ] = None,
-    time_budget: Annotated[
-        float, typer.Option(min=0.0, help="seconds of tuning per training (one training per fold)")
-    ] = 30.0,
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", help="CSV of measured workloads to test on")] = None,
+    time_budget: Annotated[float, typer.Option(
+        min=0.0, help="seconds of tuning per training (one training per fold)")] = 30.0,
     features: FeaturesOption = "extended",
     json_output: JsonOption = False,
 ) -> None:
@@ -182,9 +178,8 @@ def predict(
     write_randomness: Annotated[float | None, typer.Option(help="randomness of writes")] = None,
     model: Annotated[str, typer.Option(help="auto, global or a region name")] = "auto",
     version: Annotated[str | None, typer.Option(help="model version (default: the active one)")] = None,
-    input_csv: Annotated[
-        str | None, typer.Option("--input", "-i", help="CSV of workloads (ingest columns)")
-    ] = None,
+    input_csv: Annotated[str | None, typer.Option(
+        "--input", "-i", help="CSV of workloads (ingest columns)")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="output CSV (default: stdout)")] = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -196,23 +191,16 @@ def predict(
         _predict_file(data, device, Path(input_csv), output, model=model, version=version)
         return
     workload = _workload_from_options(
-        write_ratio=write_ratio,
-        queue_depth=queue_depth,
-        request_size=request_size,
-        randomness=randomness,
-        numjobs=numjobs,
-        read_size=read_size,
-        write_size=write_size,
-        read_randomness=read_randomness,
+        write_ratio=write_ratio, queue_depth=queue_depth, request_size=request_size, randomness=randomness,
+        numjobs=numjobs, read_size=read_size, write_size=write_size, read_randomness=read_randomness,
         write_randomness=write_randomness,
     )
     result = predict_one(data, device, workload, model=model, version=version)
     _present_prediction(device, workload, result, json_output)
 
 
-def _predict_file(
-    data: DataDir, device: str, path: Path, output: str | None, *, model: str, version: str | None
-) -> None:
+def _predict_file(data: DataDir, device: str, path: Path, output: str | None, *, model: str,
+                  version: str | None) -> None:
     """Predict every row of a CSV file; the predictions go to ``output`` or stdout."""
     from modeling.serving.batch import predict_csv
 
@@ -267,7 +255,7 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
 
 
 def _extrapolation_note(extrapolated: bool, far: dict[str, float]) -> str:
-    """``extrapolated (request_size x4.0)``: how far out, along which field."""
+    """``extrapolated (request_size x4)``: how far out, along which field."""
     if not extrapolated:
         return ""
     detail = ", ".join(f"{name} x{factor:g}" for name, factor in far.items())
