@@ -29,6 +29,13 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.physics_study import (  # noqa: E402
+    load_study,
+    print_extrapolation,
+    print_tail,
+    size_study,
+    tail_study,
+)
 from modeling.training.adaptive import propose_points  # noqa: E402
 from modeling.training.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
@@ -300,6 +307,27 @@ def sampling_study(
         print(f"| {n} | {grid:.1%} | {rnd:.1%} | {adaptive:.1%} |", flush=True)
 
 
+def run_study(study: str, frames: dict[str, pd.DataFrame], budget: float, folds: int, sizes: bool) -> None:
+    """One study of issue 13 on every device (see :mod:`bench.physics_study`)."""
+    if study == "tail":
+        tails = {}
+        for name, frame in frames.items():
+            print(f"tail study: {name} ...", file=sys.stderr, flush=True)
+            tails[name] = tail_study(frame, budget, folds)
+        print_tail(tails)
+        return
+    loads = {}
+    for name, frame in frames.items():
+        print(f"extrapolation study: {name} ...", file=sys.stderr, flush=True)
+        loads[name] = load_study(frame, budget)
+    print_extrapolation(loads, "Extrapolation in load: trained at queue depth x numjobs <= 32, scored above")
+    if sizes:
+        print_extrapolation(
+            {name: size_study(frame, budget) for name, frame in frames.items()},
+            "Extrapolation in size: trained at <= 128 KiB, scored at 256 KiB - 1 MiB",
+        )
+
+
 def main() -> None:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -315,6 +343,12 @@ def main() -> None:
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
+    parser.add_argument(
+        "--study",
+        choices=("extrapolation", "tail"),
+        help="only this study of issue 13: train at <= 32 I/Os in flight (and, with --device, "
+        "sizes <= 128 KiB) and score beyond; or p50..p99.9 vs a plain XGBoost",
+    )
     args = parser.parse_args()
 
     frames: dict[str, pd.DataFrame] = {}
@@ -330,6 +364,9 @@ def main() -> None:
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
     print_tail_consistency(frames)
     if args.consistency_only:
+        return
+    if args.study:
+        run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device))
         return
     if args.later:
         if not args.device:

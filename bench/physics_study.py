@@ -1,0 +1,125 @@
+"""The studies of issue 13 for ``bench/accuracy.py``: extrapolation and the tail.
+
+* :func:`load_study` trains where outstanding I/O (queue depth x numjobs) <= 32 and
+  scores the points above it; :func:`size_study` trains on sizes <= 128 KiB and scores
+  256 KiB - 1 MiB (it needs a sweep that varies the size: ``--device D --home H``).
+  Both also count the answers that break a law over a dense grid
+  (:func:`modeling.training.physics_check.law_violations`).
+* :func:`tail_study` scores p50/p90/p99/p99.9 on the same folds as a plain XGBoost
+  on the log-scaled features, fitted to the log of each percentile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from modeling.estimators.families import make_estimator
+from modeling.features import compute_features
+from modeling.training.fit import fit_device_model, median_by_workload
+from modeling.training.physics_check import dense_grid, law_violations
+from modeling.training.selection import cv_folds, relative_errors
+from modeling.workload import KIB, METRICS, MIB, PERCENTILE_METRICS, WORKLOAD_FIELDS
+from modeling.workload_matrix import outstanding_io, workload_matrix
+
+EXTRAPOLATED = ("iops", "bandwidth_mib_s", "latency_mean_us")
+EXTRAPOLATION_TARGETS = {"iops": 0.15, "bandwidth_mib_s": 0.15, "latency_mean_us": 0.20}
+TAIL = ("latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us")
+
+
+def _split_study(frame: pd.DataFrame, train: np.ndarray, budget: float) -> dict[str, object]:
+    """Train on the ``train`` rows, score the others; and the law violations of that model."""
+    model, _ = fit_device_model(frame.loc[train], time_budget_s=budget)
+    test = frame.loc[~train]
+    out = model.predict_matrix(workload_matrix(test), metrics=list(EXTRAPOLATED))
+    mre = {m: float(relative_errors(out[m][0], test[m].to_numpy(float)).mean()) for m in EXTRAPOLATED}
+    return {
+        "n_train": int(train.sum()),
+        "n_test": int(len(test)),
+        "mre": mre,
+        "flagged": float(np.mean(out["iops"][3])),
+        "violations": law_violations(model, dense_grid()),
+    }
+
+
+def load_study(frame: pd.DataFrame, budget: float, max_outstanding: int = 32) -> dict[str, object] | None:
+    """Train at outstanding I/O <= ``max_outstanding``, score above; None without such points."""
+    train = outstanding_io(workload_matrix(frame)) <= max_outstanding
+    if train.all() or train.sum() < 8:
+        return None
+    return _split_study(frame, train, budget)
+
+
+def size_study(frame: pd.DataFrame, budget: float) -> dict[str, object] | None:
+    """Train on request sizes <= 128 KiB, score 256 KiB - 1 MiB; None without such points."""
+    size = frame["request_size"].to_numpy(float)
+    keep = (size <= 128 * KIB) | ((size >= 256 * KIB) & (size <= MIB))
+    frame = frame.loc[keep]
+    train = frame["request_size"].to_numpy(float) <= 128 * KIB
+    if train.all() or train.sum() < 8:
+        return None
+    return _split_study(frame, train, budget)
+
+
+def print_extrapolation(rows: dict[str, dict[str, object] | None], title: str) -> None:
+    """The extrapolation table (markdown)."""
+    print(f"\n{title} (targets: IOPS/bandwidth MRE <= 15 %, mean latency <= 20 %, 0 law violations)")
+    print("| device | train / test points | IOPS | bandwidth | lat mean | law violations (dense grid) |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        if r is None:
+            print(f"| {name} | no points beyond the split | - | - | - | - |")
+            continue
+        mre, bad = r["mre"], r["violations"]
+        assert isinstance(mre, dict) and isinstance(bad, dict)
+        broken = ", ".join(f"{k} {v}" for k, v in bad.items() if v) or "0"
+        print(
+            f"| {name} | {r['n_train']} / {r['n_test']} | {mre['iops']:.1%} | {mre['bandwidth_mib_s']:.1%} "
+            f"| {mre['latency_mean_us']:.1%} | {broken} |",
+            flush=True,
+        )
+
+
+def tail_study(frame: pd.DataFrame, budget: float, folds: int = 5) -> dict[str, dict[str, float]] | None:
+    """Per percentile, the MRE of the product's model and of a plain XGBoost, same folds.
+
+    Scored against each workload's median over repeats, like the rest of the bench.
+    None when the measurements hold no percentiles besides p99.
+    """
+    if not all(m in frame.columns for m in TAIL) or frame[list(TAIL)].isna().any().any():
+        return None
+    names = [*METRICS, *PERCENTILE_METRICS]
+    w, ys, _ = median_by_workload(workload_matrix(frame), {m: frame[m].to_numpy(float) for m in names})
+    # the folds split distinct workloads; each is trained on at its median over repeats
+    distinct = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(**ys)
+    ours = {m: np.full(len(w), np.nan) for m in TAIL}
+    plain = {m: np.full(len(w), np.nan) for m in TAIL}
+    X = compute_features(w, "extended")
+    for train, test in cv_folds(np.arange(len(w)), folds):
+        model, _ = fit_device_model(distinct.iloc[train], time_budget_s=budget)
+        out = model.predict_matrix(w[test], metrics=list(TAIL))
+        for m in TAIL:
+            ours[m][test] = out[m][0]
+            xgb = make_estimator("xgboost", {}).fit(X[train], ys[m][train])
+            plain[m][test] = xgb.predict(X[test])
+    return {
+        m: {
+            "ours": float(relative_errors(ours[m], ys[m]).mean()),
+            "plain_xgboost": float(relative_errors(plain[m], ys[m]).mean()),
+        }
+        for m in TAIL
+    }
+
+
+def print_tail(rows: dict[str, dict[str, dict[str, float]] | None]) -> None:
+    """The tail table (markdown): per percentile, ours vs plain XGBoost and the gain."""
+    print("\nTail: MRE per percentile, the product's model vs a plain XGBoost on log features (same folds)")
+    print("| device | p50 | p90 | p99 | p99.9 | p99 gain vs plain |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        if r is None:
+            print(f"| {name} | no percentiles stored | | | | |")
+            continue
+        cells = [f"{r[m]['ours']:.1%} ({r[m]['plain_xgboost']:.1%})" for m in TAIL]
+        gain = 1 - r["latency_p99_us"]["ours"] / r["latency_p99_us"]["plain_xgboost"]
+        print(f"| {name} | {' | '.join(cells)} | {gain:+.0%} |", flush=True)
