@@ -97,8 +97,8 @@ docker:
 
 # Builds, runs the container with a token, and checks /healthz, /docs, a CSV upload, a
 # retrain and a prediction through the API; removes the container afterwards.
-docker-smoke: docker
-	$(PYTHON) .ci/docker_smoke.py --image $(IMAGE) --no-build
+docker-smoke: venv docker
+	$(BIN)/python .ci/docker_smoke.py --image $(IMAGE) --no-build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
