@@ -39,7 +39,7 @@ def test_image_builds_and_passes_the_smoke_test() -> None:
         args += ["--ca-cert", os.environ["CA_CERT"]]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    steps = ("no token: exit 2", "GET /healthz -> 200", "GET /docs -> 200", "CSV of", "succeeded")
-    steps += ("POST /v1/predict",)
+    steps = ["no token: exit 2", "GET /healthz -> 200", "GET /docs -> 200", "CSV of", "succeeded"]
+    steps.append("POST /v1/predict")
     for step in steps:
         assert step in proc.stdout, (step, proc.stdout)
