@@ -11,7 +11,8 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 FROM ${BASE_IMAGE}
 # Behind a TLS-inspecting proxy, pip needs the proxy's CA (PEM text) to reach PyPI:
 #   make docker CA_CERT=/path/to/proxy-ca.crt
-# It is trusted during the build only and removed before the last layer.
+# It is trusted during the build only and removed before the last layer (its text stays in
+# `docker history`, as build arguments do: a CA certificate is public, never pass a secret).
 ARG EXTRA_CA_CERT=""
 
 # fio drives sweeps, blkparse (blktrace) reads block traces, nvme-cli attaches NVMe-oF
@@ -36,11 +37,12 @@ ENV PATH=/opt/venv/bin:$PATH PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 
 WORKDIR /app
 # Dependencies first, at the versions `make` installs (.ci/constraints.txt), in a layer of
 # their own: editing the code then rebuilds in seconds.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml ./
 COPY .ci/constraints.txt .ci/constraints.txt
 RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > /tmp/requirements.txt \
  && pip install -c .ci/constraints.txt -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
+COPY README.md ./
 COPY collectors ./collectors
 COPY modeling ./modeling
 COPY service ./service

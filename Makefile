@@ -87,8 +87,10 @@ bench: bootstrap
 	$(BIN)/python bench/serve.py
 	$(BIN)/python bench/traces.py
 
-# After changing pyproject.toml's dependencies: install them (`make venv`), then pin.
+# After changing pyproject.toml's dependencies. Installs what is missing without the old
+# pins (already installed versions stay), with every extra, then pins the whole closure.
 lock: venv
+	$(BIN)/python -m pip install -q -e '.[dev,fleet]'
 	$(BIN)/python .ci/lock.py -o $(CONSTRAINTS)
 
 docker:
