@@ -1,8 +1,9 @@
 """The Docker image builds, refuses to serve without a token, and serves a full round trip.
 
 Runs .ci/docker_smoke.py (the script behind `make docker-smoke`) where a Docker daemon
-answers; skips, saying why, where none does. The base image and a build CA come from the
-same variables as the Makefile's: BASE_IMAGE (default python:3.11-slim-bookworm), CA_CERT.
+answers and the base image is there or can be pulled; skips, saying which is missing, where
+not. The base image and a build CA come from the same variables as the Makefile's:
+BASE_IMAGE (default python:3.11-slim-bookworm), CA_CERT.
 """
 
 from __future__ import annotations
@@ -29,12 +30,26 @@ def _docker_unavailable() -> str | None:
     return None
 
 
+def _base_unavailable(base: str) -> str | None:
+    if subprocess.run(["docker", "image", "inspect", base], capture_output=True).returncode == 0:
+        return None
+    proc = subprocess.run(["docker", "pull", base], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        return f"`docker pull {base}` failed: {lines[-1] if lines else proc.returncode} (set BASE_IMAGE)"
+    return None
+
+
 def test_image_builds_and_passes_the_smoke_test() -> None:
     reason = _docker_unavailable()
     if reason:
         pytest.skip(f"no Docker daemon: {reason}")
+    base = os.environ.get("BASE_IMAGE", "python:3.11-slim-bookworm")
+    reason = _base_unavailable(base)
+    if reason:
+        pytest.skip(f"no base image: {reason}")
     args = [sys.executable, str(REPO / ".ci" / "docker_smoke.py"), "--image", "ssdpredict:pytest-smoke"]
-    args += ["--base-image", os.environ.get("BASE_IMAGE", "python:3.11-slim-bookworm")]
+    args += ["--base-image", base]
     if os.environ.get("CA_CERT"):
         args += ["--ca-cert", os.environ["CA_CERT"]]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=3600)
