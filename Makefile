@@ -65,7 +65,9 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@case "$(XGBOOST)" in cpu|gpu) ;; *) echo "XGBOOST must be cpu or gpu, not '$(XGBOOST)'"; exit 1;; esac
 	@# Both builds install the same `xgboost` module, so they must never overlap: the CUDA
 	@# build goes first (pip then installs xgboost-cpu cleanly) and is swapped back in after.
-	@if $(BIN)/python -m pip show -q xgboost >/dev/null 2>&1; then $(BIN)/python -m pip uninstall -q -y xgboost; fi
+	@# NCCL came with the CUDA build only (0.5 GB), so it goes with it.
+	@if $(BIN)/python -m pip show -q xgboost >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip uninstall -q -y xgboost nvidia-nccl-cu12; fi
 	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
 	@if [ "$(XGBOOST)" = gpu ]; then \
 	  version=$$($(BIN)/python -c 'from importlib.metadata import version; print(version("xgboost-cpu"))') && \
