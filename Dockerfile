@@ -17,10 +17,11 @@ ARG EXTRA_CA_CERT=""
 
 # fio drives sweeps, blkparse (blktrace) reads block traces, nvme-cli attaches NVMe-oF
 # volumes (class nvmeof), mdadm describes md arrays (class raid). Python comes from apt
-# only when the base image has none (a plain Debian base).
+# only when the base image has none that can make a venv (a plain Debian base, or one with
+# python3 but not python3-venv, which holds ensurepip).
 RUN set -eux; \
     pkgs="ca-certificates fio blktrace util-linux e2fsprogs nvme-cli mdadm"; \
-    command -v python3 >/dev/null || pkgs="$pkgs python3 python3-venv"; \
+    python3 -c 'import ensurepip' 2>/dev/null || pkgs="$pkgs python3 python3-venv"; \
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pkgs; \
     rm -rf /var/lib/apt/lists/*; \
