@@ -60,6 +60,9 @@ RUN useradd --system --home /data ssdpredict && mkdir -p /data && chown ssdpredi
 VOLUME ["/data"]
 EXPOSE 8000
 USER ssdpredict
-HEALTHCHECK --interval=30s --timeout=3s CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz')"
+# A generous timeout: the check starts a Python interpreter, which takes seconds on a busy
+# host (3 s timed out here at a load of 27 on 2 cores while /healthz itself answered).
+HEALTHCHECK --interval=30s --timeout=15s --start-period=60s \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=10)"
 # No --insecure: without SSDPREDICT_API_TOKEN the container exits at once, saying so.
 CMD ["ssdpredict", "serve", "--host", "0.0.0.0", "--port", "8000"]
