@@ -61,7 +61,7 @@ VOLUME ["/data"]
 EXPOSE 8000
 USER ssdpredict
 # A generous timeout: the check starts a Python interpreter, which takes seconds on a busy
-# host (3 s timed out here at a load of 27 on 2 cores while /healthz itself answered).
+# host (3 s timed out here, at a load average of 27 on 2 cores).
 HEALTHCHECK --interval=30s --timeout=15s --start-period=60s \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=10)"
 # No --insecure: without SSDPREDICT_API_TOKEN the container exits at once, saying so.
