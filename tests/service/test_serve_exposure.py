@@ -18,7 +18,7 @@ import pytest
 
 from service.config import is_loopback_host
 from tests.conftest import REPO
-from tests.service.test_uvicorn import free_port
+from tests.device_fixtures import free_port
 
 
 def _serve(
