@@ -22,8 +22,16 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
-from modeling.serving.physics import PhysicsLimits, Stretch, apply_physics, extrapolation, stretch, widen
+from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
+from modeling.serving.physics import (
+    PhysicsLimits,
+    apply_physics,
+    extrapolation,
+    ladder,
+    settle,
+    stretch,
+    widen,
+)
 from modeling.workload import (
     BASIC_FIELDS,
     SERVED_METRICS,
@@ -31,7 +39,6 @@ from modeling.workload import (
     WORKLOAD_FIELDS,
     Workload,
     fill_defaults,
-    region_code,
 )
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, region_codes
@@ -171,28 +178,21 @@ class DeviceModel:
         """Per metric: (value, lower, upper, extrapolated, scope name) arrays for a workload matrix."""
         wanted = self._check_request(metrics, model)
         st = stretch(w, self.limits)
-        ctx = _Context(st.w_eval, w, region_codes(w), _Features(st.w_eval), model)
+        lad = ladder(st.w_eval, self.limits)
+        codes = np.repeat(region_codes(w), lad.k)
+        ctx = _Context(lad.w, np.repeat(w, lad.k, axis=0), codes, _Features(lad.w), model)
         ctx.no_data = ~self._data_region_mask[ctx.codes]
         # every metric, not only the wanted ones: the laws tie them together
         raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
-        return self._finish(raw, w, st, wanted)
-
-    def _finish(
-        self, raw: dict[str, tuple[Any, ...]], w: np.ndarray, st: Stretch, wanted: Sequence[str]
-    ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """Raw (value, q, extrapolated, scope) per metric -> physical answers with intervals.
-
-        Both paths end here, so the one-row answer equals the matrix answer by construction.
-        """
-        values = {m: np.asarray(r[0], dtype=np.float64).reshape(-1) for m, r in raw.items()}
+        values = settle({m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}, lad)
         apply_physics(values, w, st, self.limits)
         out = {}
         for metric in wanted:
             value = np.maximum(values[metric], 0.0)
-            q = widen(raw[metric][1], st.distance)
+            q = widen(lad.own(raw[metric][1]), st.distance)
             # a load beyond the measured one can hide inside each field's own range
-            extrap = raw[metric][2] | (st.distance > 0.0)
-            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, raw[metric][3])
+            extrap = lad.own(raw[metric][2]) | (st.distance > 0.0)
+            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, lad.own(raw[metric][3]))
         return out
 
     def _predict_metric(self, metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
@@ -241,45 +241,15 @@ class DeviceModel:
     ) -> dict[str, tuple[float, float, float, bool, str]]:
         """:meth:`predict_matrix` of one workload (a list of the 9 fields), in plain floats.
 
-        The service's common case.  The same models and scope choices as the matrix path
-        (tests hold the two equal), without a dozen numpy calls per metric on length-1
-        arrays, which would cost more than the models themselves.
+        The same computation as a batch of one: the load laws evaluate every workload
+        along its ladder of measured queue depths (:func:`~modeling.serving.physics.ladder`),
+        so even one workload is a small matrix for the models.
         """
-        wanted = self._check_request(metrics, model)
-        code = region_code(row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]])
-        w = np.array([row], dtype=np.float64)
-        stretched = stretch(w, self.limits)
-        w_eval = stretched.w_eval
-        state = _RowState(w_eval[0].tolist(), row, w_eval, code, _Features(w_eval), model)
-        raw = {metric: self._predict_row_metric(metric, state) for metric in self.metrics}
-        out = self._finish(raw, w, stretched, wanted)
+        out = self.predict_matrix(np.array([row], dtype=np.float64), metrics, model)
         return {
-            m: (float(v[0]), float(lo[0]), float(hi[0]), bool(x), str(s))
+            m: (float(v[0]), float(lo[0]), float(hi[0]), bool(x[0]), str(s[0]))
             for m, (v, lo, hi, x, s) in out.items()
         }
-
-    def _predict_row_metric(self, metric: str, st: _RowState) -> tuple[float, float, bool, str]:
-        """:meth:`_predict_metric` of one workload, in plain floats."""
-        if metric in st.done:
-            return st.done[metric]
-        spec = self.specs[metric]
-        base = self.specs["iops"] if spec.mode == "derived" else spec
-        scope = self._scope_for(base, st.code, st.model, metric)
-        sm, own = base.scopes[scope], spec.scopes.get(scope)
-        key = ("iops" if spec.mode == "derived" else metric, scope)
-        value = st.cache.get(key)
-        if value is None:
-            value = st.cache[key] = float(sm.predict(st.features)[0])
-        q = own.q if own is not None else math.nan
-        extrap = self._no_data[st.code] or sm.outside_row(st.asked)
-        if spec.mode == "derived":
-            factor = own.scale if own is not None else 1.0
-            value = derive_row(metric, value, st.row) * factor
-        elif spec.mode == "ratio":
-            mean = self._predict_row_metric("latency_mean_us", st)
-            value, extrap = value * mean[0], extrap or mean[2]
-        st.done[metric] = (value, q, extrap, scope)
-        return st.done[metric]
 
     def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
         if model not in ("auto", "global") and model not in REGION_NAMES:
@@ -359,17 +329,3 @@ class _Context:
         if hit is None:
             hit = self.ranges[id(sm)] = sm.outside(self.asked)
         return hit
-
-
-@dataclass
-class _RowState:
-    """Per-call state of one single-workload prediction."""
-
-    row: list[float]  # the workload the models are evaluated at (see physics.stretch)
-    asked: list[float]  # the workload asked for
-    w: np.ndarray  # the evaluated row as a 1 x 9 matrix, for features
-    code: int
-    features: _Features
-    model: str
-    cache: dict[tuple[str, str], float] = field(default_factory=dict)
-    done: dict[str, Any] = field(default_factory=dict)

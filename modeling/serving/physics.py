@@ -55,13 +55,15 @@ class PhysicsLimits:
     hi: np.ndarray  # per workload field, the largest value measured
     max_outstanding: float  # largest queue_depth x numjobs measured
     bandwidth_max: Mapping[str, float]  # per mix (MIXES), the largest bandwidth measured
+    depths: tuple[float, ...] = ()  # the queue depths measured, ascending (see ladder)
 
     @classmethod
     def measured(cls, w: np.ndarray, bandwidth: np.ndarray) -> PhysicsLimits:
         """The limits of measured workloads ``w`` (distinct rows) and their bandwidths (MiB/s)."""
         mix = mix_codes(w)
         peaks = {name: float(bandwidth[mix == i].max()) for i, name in enumerate(MIXES) if (mix == i).any()}
-        return cls(w.min(axis=0), w.max(axis=0), float(outstanding_io(w).max()), peaks)
+        depths = tuple(np.unique(w[:, _F["queue_depth"]]).tolist())
+        return cls(w.min(axis=0), w.max(axis=0), float(outstanding_io(w).max()), peaks, depths)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (see :meth:`from_json`)."""
@@ -70,6 +72,7 @@ class PhysicsLimits:
             "hi": self.hi.tolist(),
             "max_outstanding": self.max_outstanding,
             "bandwidth_max": dict(self.bandwidth_max),
+            "depths": list(self.depths),
         }
 
     @classmethod
@@ -79,11 +82,14 @@ class PhysicsLimits:
         hi = np.asarray(doc["hi"], dtype=np.float64)
         peaks = {str(k): float(v) for k, v in dict(doc["bandwidth_max"]).items()}
         max_out = float(doc["max_outstanding"])
+        depths = tuple(float(d) for d in doc["depths"])
+        if list(depths) != sorted(set(depths)) or not all(d >= 1 for d in depths):
+            raise ValueError("bad physics limits")
         if lo.shape != (len(WORKLOAD_FIELDS),) or hi.shape != lo.shape or not set(peaks) <= set(MIXES):
             raise ValueError("bad physics limits")
         if not all(np.isfinite(v) and v > 0 for v in [*peaks.values(), max_out]):
             raise ValueError("bad physics limits")
-        return cls(lo, hi, max_out, peaks)
+        return cls(lo, hi, max_out, peaks, depths)
 
 
 def mix_codes(w: np.ndarray) -> np.ndarray:
@@ -127,6 +133,75 @@ def stretch(w: np.ndarray, limits: PhysicsLimits | None) -> Stretch:
     load = oio / outstanding_io(w_eval)
     factors = np.vstack([_field_factors(w, limits).max(axis=1), load, size])
     return Stretch(w_eval, load, size, np.log(np.maximum(factors.max(axis=0), 1.0)))
+
+
+@dataclass
+class Ladder:
+    """Each workload evaluated at every measured queue depth too: ``k`` rows per workload.
+
+    Row ``i * k + j`` is workload ``i`` at the ``j``-th measured depth; the last of each
+    ``k`` is the workload itself.  :func:`settle` then reads the load-bound metrics off the
+    monotone envelope of the measured depths, so that a model that wobbles between them
+    cannot answer more IOPS per I/O in flight, or a lower mean latency, at a deeper queue.
+    """
+
+    w: np.ndarray
+    k: int
+    depths: np.ndarray  # the measured depths (k - 1 of them)
+
+    def own(self, a: Any) -> Any:
+        """The entries of the workloads themselves (the last of each ``k``); scalars as they are."""
+        return a[self.k - 1 :: self.k] if isinstance(a, np.ndarray) and a.ndim else a
+
+
+def ladder(w: np.ndarray, limits: PhysicsLimits | None) -> Ladder:
+    """The :class:`Ladder` of workload matrix ``w`` (``k = 1``, ``w`` itself, without limits)."""
+    if limits is None or len(limits.depths) < 2:
+        return Ladder(w, 1, np.zeros(0))
+    depths = np.asarray(limits.depths, dtype=np.float64)
+    k = len(depths) + 1
+    out = np.repeat(w, k, axis=0)
+    qd = _F["queue_depth"]
+    steps = out[:, qd].reshape(-1, k)
+    steps[:, :-1] = depths
+    return Ladder(out, k, depths)
+
+
+def settle(values: dict[str, np.ndarray], lad: Ladder) -> dict[str, np.ndarray]:
+    """Per workload, the values that respect the load laws along queue depth.
+
+    Along the measured depths, IOPS and bandwidth per I/O in flight are made
+    non-increasing (running minimum) and the mean latency non-decreasing (running
+    maximum); a workload's own value is read off that envelope, geometrically
+    interpolated between the two measured depths around its depth.  The percentiles are
+    the workload's own (the tail is noisy along depth, issue 13), ordered later.
+    """
+    if lad.k == 1:
+        return values
+    n_steps = lad.k - 1
+    oio = outstanding_io(lad.w).reshape(-1, lad.k)
+    depth = lad.w[lad.k - 1 :: lad.k, _F["queue_depth"]]
+    pos = np.interp(np.log2(depth), np.log2(lad.depths), np.arange(n_steps, dtype=np.float64))
+    low = np.minimum(np.floor(pos).astype(np.intp), n_steps - 1)
+    high = np.minimum(low + 1, n_steps - 1)
+    frac = (pos - low)[:, None]
+    rows = np.arange(len(depth))
+
+    def envelope(series: np.ndarray) -> np.ndarray:
+        logs = np.log(np.maximum(series, 1e-300))
+        return np.exp(logs[rows, low] * (1.0 - frac[:, 0]) + logs[rows, high] * frac[:, 0])
+
+    out: dict[str, np.ndarray] = {}
+    for metric, v in values.items():
+        steps = v.reshape(-1, lad.k)
+        if metric in ("iops", "bandwidth_mib_s"):
+            per_io = np.minimum.accumulate(steps[:, :-1] / oio[:, :-1], axis=1)
+            out[metric] = envelope(per_io) * oio[:, -1]
+        elif metric == "latency_mean_us":
+            out[metric] = envelope(np.maximum.accumulate(steps[:, :-1], axis=1))
+        else:
+            out[metric] = steps[:, -1]
+    return out
 
 
 def _field_factors(w: np.ndarray, limits: PhysicsLimits) -> np.ndarray:

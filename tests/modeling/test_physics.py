@@ -133,6 +133,7 @@ def test_percentiles_are_served_in_order(trained):
 def test_limits_survive_the_registry(datadir, trained):
     from modeling.serving.registry import ModelRegistry, save_model
 
+    datadir.catalog.ensure_device(trained.device)
     save_model(datadir, trained, {"cv_mre": {}}, activate=True)
     loaded = ModelRegistry(datadir).load(trained.device)
     assert loaded.limits.to_json() == trained.limits.to_json()
