@@ -90,8 +90,12 @@ def test_bandwidth_is_capped_at_the_measured_maximum_of_its_mix(trained, small_r
 
 
 def test_load_beyond_the_measured_keeps_iops_and_grows_latency_by_littles_law(trained):
-    base = trained.predict_one(Workload(write_ratio=0.0, queue_depth=16, request_size=4096, randomness=1.0, numjobs=2))
-    far = trained.predict_one(Workload(write_ratio=0.0, queue_depth=512, request_size=4096, randomness=1.0, numjobs=2))
+    base = trained.predict_one(
+        Workload(write_ratio=0.0, queue_depth=16, request_size=4096, randomness=1.0, numjobs=2)
+    )
+    far = trained.predict_one(
+        Workload(write_ratio=0.0, queue_depth=512, request_size=4096, randomness=1.0, numjobs=2)
+    )
     b, f = base.predictions, far.predictions
     assert f["iops"].value == pytest.approx(b["iops"].value)
     assert f["latency_mean_us"].value == pytest.approx(b["latency_mean_us"].value * 32)
@@ -113,7 +117,9 @@ def test_extrapolation_names_the_field_and_how_far(trained):
     assert out.extrapolation["outstanding_io"] == pytest.approx(128 / 32)
     assert all(p.extrapolated and p.extrapolation == out.extrapolation for p in out.predictions.values())
     # each field alone measured, their product not: still flagged, along outstanding_io
-    combo = trained.predict_one(Workload(write_ratio=0.0, queue_depth=16, request_size=4096, randomness=1.0, numjobs=2))
+    combo = trained.predict_one(
+        Workload(write_ratio=0.0, queue_depth=16, request_size=4096, randomness=1.0, numjobs=2)
+    )
     assert combo.extrapolation == {}
     limits = PhysicsLimits(trained.limits.lo, trained.limits.hi, 16.0, trained.limits.bandwidth_max)
     w = np.array([[0.0, 16, 4096, 1.0, 2, 4096, 4096, 1.0, 1.0]])
