@@ -219,6 +219,7 @@ def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir,
     order = ["latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us"]
     assert [p[m]["value"] for m in order] == sorted(p[m]["value"] for m in order)
     assert p["latency_p99_us"]["value"] >= p["latency_mean_us"]["value"]
-    assert p["iops"]["extrapolation"] == {"queue_depth": 8.0, "request_size": 16.0, "outstanding_io": 2.0}
+    sizes = dict.fromkeys(("request_size", "read_size", "write_size"), 16.0)
+    assert p["iops"]["extrapolation"] == {"queue_depth": 8.0, **sizes, "outstanding_io": 2.0}
     r = run(*args)
     assert r.exit_code == 0 and "extrapolated" in r.output and "latency_p99_9_us" in r.output

@@ -28,6 +28,7 @@ def _as_dict(prediction: Any) -> dict[str, Any]:
             "upper": p.upper,
             "extrapolated": p.extrapolated,
             "model": p.model,
+            "extrapolation": p.extrapolation,
         }
         for m, p in prediction.predictions.items()
     }
