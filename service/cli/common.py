@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import sys
+from pathlib import Path
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -14,8 +15,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from modeling.errors import SsdPredictError
+from modeling.errors import InvalidInput, SsdPredictError
 from modeling.store import DataDir
+from modeling.store.atomic import atomic_write_bytes
 from service.config import get_settings
 
 console = Console()
@@ -31,6 +33,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")
 def datadir() -> DataDir:
     """The data directory named by the settings (``SSDPREDICT_HOME``)."""
     return DataDir(get_settings().home)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write an output file atomically; a path that cannot be written is a one-line error."""
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def validation_message(exc: ValidationError) -> str:
