@@ -36,7 +36,7 @@ h3 { font-size: 15px; margin: 16px 0 4px; }
 .how { color: #57606a; margin: 2px 0 8px; max-width: 1100px; }
 table { border-collapse: collapse; margin: 6px 0 10px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }
-th { background: #f3f5f7; } td.name, th.name { text-align: left; }
+th { background: #f3f5f7; } td.name, th.name { text-align: left; white-space: nowrap; }
 th.group { text-align: center; background: #e6ebf1; }
 td.measured { font-weight: 600; }
 td.predicted { font-style: italic; color: #0b5cad; background: #eef5fc; }
@@ -298,28 +298,28 @@ def _predicted_section(reports: Sequence[DeviceReport]) -> str:
 
 
 def _regions_section(reports: Sequence[DeviceReport]) -> str:
-    blocks = []
-    for r in _modelled(reports):
-        assert r.oof is not None
-        by_region = r.oof.by_region()
-        rows = []
-        for region in REGIONS:
-            entry = by_region[region.name]
+    modelled = _modelled(reports)
+    by_device = [r.oof.by_region() for r in modelled if r.oof is not None]
+    head1 = '<th class="name" rowspan="2">region</th>' + "".join(
+        f'<th class="group" colspan="{1 + len(METRICS)}">{escape(r.name)}</th>' for r in modelled
+    )
+    head2 = "".join(
+        "<th>runs</th>" + "".join(f"<th>{METRIC_TITLES[m]}</th>" for m in METRICS) for _ in modelled
+    )
+    rows = []
+    for region in REGIONS:
+        cells = [f'<td class="name" title="{escape(region.description)}">{region.name}</td>']
+        for regions in by_device:
+            entry = regions[region.name]
             if entry is None:
-                cells = f'<td class="none">-</td><td class="none" colspan="{len(METRICS)}">not measured</td>'
-            else:
-                cells = f"<td>{int(entry['n'])}</td>" + "".join(
-                    f'<td class="{_error_class(entry[m])}">{_percent(entry[m])}</td>' for m in METRICS
+                cells.append(
+                    f'<td class="none">-</td><td class="none" colspan="{len(METRICS)}">not measured</td>'
                 )
-            rows.append(
-                f'<tr><td class="name" title="{escape(region.description)}">{region.name}</td>{cells}</tr>'
-            )
-        head = "".join(f"<th>{METRIC_TITLES[m]}</th>" for m in METRICS)
-        blocks.append(
-            f"<h3>{escape(r.name)}</h3><table><tr><th class='name'>region</th><th>runs</th>{head}</tr>"
-            + "".join(rows)
-            + "</table>"
-        )
+            else:
+                cells.append(f"<td>{int(entry['n'])}</td>")
+                cells += [f'<td class="{_error_class(entry[m])}">{_percent(entry[m])}</td>' for m in METRICS]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    table = f"<table><tr>{head1}</tr><tr>{head2}</tr>" + "".join(rows) + "</table>"
     definition = "; ".join(
         (
             "read/write-dominant: write ratio &le; / &gt; 0.5",
@@ -331,7 +331,7 @@ def _regions_section(reports: Sequence[DeviceReport]) -> str:
         '<section id="regions"><h2>Error by workload region</h2>'
         f'<p class="how">Out-of-fold MRE per region ({definition}). A region the sweep never measured '
         "has no error estimate: predictions there are extrapolations.</p>"
-        + ("".join(blocks) or _no_model_note())
+        + (table if modelled else _no_model_note())
         + "</section>"
     )
 
