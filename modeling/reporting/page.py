@@ -224,14 +224,14 @@ def _model_section(reports: Sequence[DeviceReport]) -> str:
             est = how.get("global", {}).get("estimator", "?")
             mode = how.get("mode", r.model.specs[m].mode)
             s = summary[m]
-            floor = noise.get(m, {}).get("cv") if noise else None
+            floor = _percent(noise[m]["cv"]) if noise else '<span title="no repeated runs">unknown</span>'
             rows.append(
                 f'<tr><td class="name">{METRIC_TITLES[m]}</td>'
                 f'<td class="name">{escape(mode)}: {escape(est)}</td>'
                 f'<td class="{_error_class(cv.get(m))}">{_percent(cv.get(m))}</td>'
                 f'<td class="{_error_class(s["mre"])}">{_percent(s["mre"])}</td>'
                 f"<td>{_percent(s['median_re'])}</td><td>{_percent(s['p90_re'])}</td>"
-                f"<td>{_percent(s['coverage'])}</td><td>{_percent(floor)}</td></tr>"
+                f"<td>{_percent(s['coverage'])}</td><td>{floor}</td></tr>"
             )
         blocks.append(
             f"<h3>{escape(r.name)}: model {escape(r.model.version)}"
