@@ -212,11 +212,19 @@ def colour_share(shot: np.ndarray, rgb: tuple[int, int, int], tolerance: int = 1
     return float((np.abs(shot - np.array(rgb)).max(axis=2) <= tolerance).mean())
 
 
-@pytest.mark.browser
-def test_report_renders_with_its_plots_in_headless_chromium(intel_html: str, tmp_path: Path) -> None:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
+@pytest.fixture
+def chromium() -> str:
+    """Debian's headless-capable Chromium, or a skip saying how to install it."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
         pytest.skip("chromium is not installed: `make test-browser` installs it (apt-get install chromium)")
+    return path
+
+
+@pytest.mark.browser
+def test_report_renders_with_its_plots_in_headless_chromium(
+    chromium: str, intel_html: str, tmp_path: Path
+) -> None:
     page = tmp_path / "report.html"
     page.write_text(intel_html)
     shot = screenshot(chromium, page, tmp_path / "shot.png", tmp_path / "profile")
