@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from modeling.errors import InvalidInput
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.reporting.gather import DeviceReport, gather
 from modeling.reporting.page import render_report
 from modeling.reporting.summary import STANDARD_TESTS, SummaryCell, summary_table

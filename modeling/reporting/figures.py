@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from modeling.fit import INTERVAL_LEVEL
+from modeling.training.fit import INTERVAL_LEVEL
 from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, format_size
 
 METRIC_TITLES = {

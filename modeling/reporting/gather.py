@@ -7,10 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from modeling.device_model import DeviceModel
+from modeling.serving.device_model import DeviceModel
 from modeling.errors import NoData, NoModel
-from modeling.evaluate import noise_floor
-from modeling.registry import ModelRegistry
+from modeling.training.evaluate import noise_floor
+from modeling.serving.registry import ModelRegistry
 from modeling.reporting.out_of_fold import REPORT_FOLDS, OutOfFold, out_of_fold
 from modeling.reporting.summary import SummaryCell, summary_table
 from modeling.store import DataDir, Device, ModelVersion, Sweep

@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from modeling.device_model import DeviceModel
-from modeling.evaluate import error_summary
+from modeling.serving.device_model import DeviceModel
+from modeling.training.evaluate import error_summary
 from modeling.features import compute_features
-from modeling.fit import median_by_workload, training_rows
-from modeling.metric_models import MetricSpec, ScopeModel
-from modeling.selection import cv_folds, relative_errors, workload_groups
+from modeling.training.fit import median_by_workload, training_rows
+from modeling.serving.metric_models import MetricSpec, ScopeModel
+from modeling.training.selection import cv_folds, relative_errors, workload_groups
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 from modeling.workload_matrix import region_codes
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
-from modeling.fit import INTERVAL_LEVEL
+from modeling.training.fit import INTERVAL_LEVEL
 from modeling.reporting.figures import (
     METRIC_TITLES,
     SURFACE_METRICS,

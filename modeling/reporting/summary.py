@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from modeling.device_model import DeviceModel
+from modeling.serving.device_model import DeviceModel
 from modeling.workload import KIB, METRICS, MIB, SIZE_FIELDS, WORKLOAD_FIELDS, Workload, format_size
 from modeling.workload_matrix import workload_matrix
 

@@ -23,8 +23,8 @@ from IPython.display import display
 from nbdata import open_device
 
 from collectors.quality import repeat_cv
-from modeling.evaluate import noise_floor
 from modeling.reporting.figures import depth_axis
+from modeling.training.evaluate import noise_floor
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size
 
 # %%

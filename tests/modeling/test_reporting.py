@@ -16,11 +16,11 @@ from PIL import Image
 
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput, NoData, UnknownDevice
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.reporting import build_report, summary_table
 from modeling.reporting.out_of_fold import out_of_fold, refit
 from modeling.store import DataDir
-from modeling.fit import training_rows
+from modeling.training.fit import training_rows
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 from tests.conftest import FIO_PLOT, data_path
 from tests.service.utils import ingest_fio, quick_train
