@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from collectors.metric_values import EXTRA_METRICS, check_metric
 from modeling.errors import InvalidInput
 from modeling.workload import (
     BASIC_FIELDS,
@@ -36,15 +37,6 @@ from modeling.workload import (
     Workload,
     parse_size,
 )
-
-_PERCENTILE_METRICS = ("latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us")
-EXTRA_METRICS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [m for m in _PERCENTILE_METRICS if m not in METRICS]
-        + [f"{d}_{m}" for d in ("read", "write") for m in (*METRICS, *_PERCENTILE_METRICS)]
-    )
-)
-"""Further metric columns accepted (and stored) besides :data:`METRICS`."""
 
 KNOWN_COLUMNS: frozenset[str] = frozenset((*WORKLOAD_FIELDS, *METRICS, *EXTRA_METRICS))
 _INTEGER_FIELDS = frozenset({"queue_depth", "numjobs"})
@@ -182,12 +174,7 @@ def _workload_value(name: str, cell: str) -> Any:
 
 
 def _metric_value(name: str, cell: str) -> float:
-    value = _finite(cell)
-    if name in METRICS and value <= 0:
-        raise ValueError(f"must be > 0, got {cell}")
-    if value < 0:
-        raise ValueError(f"must not be negative, got {cell}")
-    return value
+    return check_metric(name, _finite(cell))
 
 
 def _validation_text(exc: ValidationError) -> str:
