@@ -28,7 +28,7 @@ CHUNK_ROWS = 50_000
 
 
 def iter_csv_frames(
-    open_binary: Callable[[], BinaryIO], source: str, *, chunk_rows: int = CHUNK_ROWS
+    open_binary: Callable[[], BinaryIO], source: str, *, chunk_rows: int | None = None
 ) -> Iterator[pd.DataFrame]:
     """Validated rows of a measurements CSV, in chunks, as DataFrames.
 
@@ -55,9 +55,10 @@ def iter_csv_frames(
 
 
 def exact_frames(
-    open_binary: Callable[[], BinaryIO], source: str, *, chunk_rows: int = CHUNK_ROWS
+    open_binary: Callable[[], BinaryIO], source: str, *, chunk_rows: int | None = None
 ) -> Iterator[pd.DataFrame]:
     """The exact reader: the ``csv`` module, row-wise messages; see :func:`iter_csv_frames`."""
+    chunk_rows = chunk_rows or CHUNK_ROWS
     with open_binary() as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
         reader = csv.reader(text, strict=True)
