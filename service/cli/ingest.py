@@ -11,7 +11,7 @@ import typer
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
 from modeling.workload import parse_size
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import DeviceOption, JsonOption, console, datadir, handle_errors, print_json
 from service.config import get_settings
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
@@ -49,7 +49,7 @@ def _limit(text: str | None) -> int:
 @handle_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="fio JSON files, CSV files, or folders of them")],
-    device: Annotated[str, typer.Option("--device", "-d", help="device name to store the points under")],
+    device: DeviceOption,
     device_class: Annotated[
         str | None,
         typer.Option("--class", help="class of a new device: ssd|raid|csd|nvmeof|pmem (default ssd)"),
@@ -57,7 +57,7 @@ def ingest(
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="print the stored sweep as JSON")] = False,
+    json_output: JsonOption = False,
     max_bytes: Annotated[
         str | None,
         typer.Option(
