@@ -75,7 +75,7 @@ def _frame(
     return df
 
 
-def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
+def _ops(series: pd.Series, locate: Locate, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     """(keep mask, is_write) from an op column; unknown ops are an error."""
     op = series.fillna("").str.strip().str.lower().to_numpy(dtype=str)
     is_w = np.isin(op, ("w", "write"))
@@ -83,10 +83,8 @@ def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.
     skip = np.isin(op, list(SKIPPED_OPS))
     bad = ~(is_w | is_r | skip)
     if bad.any():
-        raise TraceFormatError(
-            f"{path}: line {first_line + int(np.argmax(bad))}: unknown operation "
-            f"{op[int(np.argmax(bad))]!r} in {what}"
-        )
+        i = int(np.argmax(bad))
+        raise TraceFormatError(f"{path}: {locate(i)}: unknown operation {op[i]!r} in {what}")
     return is_w | is_r, is_w
 
 
@@ -105,7 +103,7 @@ def _msr(path: Path) -> Iterator[TraceChunk]:
             "MSR Cambridge CSV",
             ("timestamp", "disk", "offset", "size", "response_time"),
         )
-        keep, is_w = _ops(df["type"], first_line, path, "MSR Cambridge CSV")
+        keep, is_w = _ops(df["type"], lines_locator(block, first_line), path, "MSR Cambridge CSV")
         if not keep.any():
             continue
         kept = np.flatnonzero(keep)
@@ -134,7 +132,7 @@ def _spc(path: Path) -> Iterator[TraceChunk]:
         df = _frame(
             block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV", ("asu", "lba", "size", "timestamp")
         )
-        keep, is_w = _ops(df["opcode"], first_line, path, "SPC CSV")
+        keep, is_w = _ops(df["opcode"], lines_locator(block, first_line), path, "SPC CSV")
         if not keep.any():
             continue
         kept = np.flatnonzero(keep)
@@ -173,7 +171,7 @@ def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
         if not block.strip():
             continue
         df = _frame(block, names, first_line, path, "generic trace CSV", numeric, optional)
-        keep, is_w = _ops(df["op"], first_line, path, "generic trace CSV")
+        keep, is_w = _ops(df["op"], lines_locator(block, first_line), path, "generic trace CSV")
         if not keep.any():
             continue
         kept = np.flatnonzero(keep)
