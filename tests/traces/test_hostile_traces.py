@@ -55,8 +55,9 @@ CASES = {
     "generic-latency-abc": ("csv", GENERIC.format(row="0.1,read,0,4096,abc"), "line 3"),
     "generic-negative-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,-7"), "line 3: latency"),
     "generic-fractional-offset": ("csv", GENERIC.format(row="0.1,read,0.5,4096,7"), "line 3: offset"),
-    "generic-unknown-op-after-blank": ("csv", "timestamp_s,op,offset,size\n0.0,read,0,4096\n\n0.1,zap,0,4096\n",
-                                       "line 4: unknown operation"),
+    "generic-unknown-op-after-blank": (
+        "csv", "timestamp_s,op,offset,size\n0.0,read,0,4096\n\n0.1,zap,0,4096\n", "line 4: unknown operation"
+    ),
     "generic-end-past-2**63": ("csv", GENERIC.format(row=f"0.1,read,{2**63 - 4096},8192,7"), "line 3"),
 }
 
