@@ -29,7 +29,8 @@ from collectors.plans import Plan
 from collectors.quality import STEADY_RULES, precondition, spread_summary
 from collectors.safety import check_target, prepare_file
 from modeling.errors import InvalidInput, UnsafeTarget
-from modeling.store import DataDir, Sweep
+from modeling.store import Catalog, DataDir, Sweep
+from modeling.store.scratch import forget_scratch_file, is_scratch_file, record_scratch_file
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
@@ -143,13 +144,16 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
                 attached = stack.enter_context(nvmeof.attached(settings.nvmeof, **device_io))
                 settings = replace(settings, target=str(attached))
         meta = {**pointmod.class_metadata(device_class, settings, raid, **device_io), **(metadata or {})}
-        catalog.ensure_device(device, device_class, metadata=meta)
-        done = catalog.find_complete_sweep(device, key)
+        known = catalog.has_device(device)
+        done = catalog.find_complete_sweep(device, key) if known else None
         if done is not None:
+            catalog.ensure_device(device, device_class, metadata=meta)
             if progress and plan.points:
                 progress(done.n_points, done.n_planned, plan.points[-1])
             return done
-        job = _prepare(settings, runner)
+        job = _prepare(settings, runner, catalog)
+        # only now, with a target that may be written, does the device enter the catalog
+        catalog.ensure_device(device, device_class, metadata=meta)
         sweep = catalog.find_resumable_sweep(device, key)
         if sweep is None:
             info = _sweep_info(settings, job, plan, device_class)
@@ -168,7 +172,7 @@ def _job_remote(settings: SweepSettings) -> str | None:
     return None if settings.csd_path == "external" else settings.remote
 
 
-def _prepare(settings: SweepSettings, runner: Callable[..., str] | None) -> JobSettings:
+def _prepare(settings: SweepSettings, runner: Callable[..., str] | None, catalog: Catalog) -> JobSettings:
     """Check the target is safe, create a file target, choose the engine."""
     size = size_option(settings.size)
     target = settings.target
@@ -183,10 +187,13 @@ def _prepare(settings: SweepSettings, runner: Callable[..., str] | None) -> JobS
                 "with --destroy-data"
             )
     elif remote is None:
-        info = check_target(target, settings.destroy_data)
+        info = check_target(target, settings.destroy_data,
+                            owned=lambda path, st: is_scratch_file(catalog, path, st))
         target = info.path
         if info.kind == "file":
-            prepare_file(target, size + size_option(settings.offset))
+            prepare_file(target, size + size_option(settings.offset),
+                         created=lambda path: record_scratch_file(catalog, path),
+                         removed=lambda path: forget_scratch_file(catalog, path))
         else:
             size = min(size, info.size - size_option(settings.offset))
     elif target.startswith("/dev/") and not settings.destroy_data:

@@ -19,95 +19,64 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write
+from modeling.store.schema import damaged, is_damage, open_schema
 from modeling.store.model_versions import ModelVersionTable
 from modeling.store.records import (
     Device,
     ModelVersion,
     Sweep,
     device_from_row,
+    load_json,
     sweep_from_row,
     utcnow,
 )
 
 __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS devices (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    class TEXT NOT NULL DEFAULT 'ssd',
-    metadata TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sweeps (
-    id INTEGER PRIMARY KEY,
-    device_id INTEGER NOT NULL REFERENCES devices(id),
-    source TEXT NOT NULL,              -- 'sweep' or 'ingest'
-    plan_key TEXT,                     -- identifies a plan+target, for resuming
-    plan TEXT NOT NULL DEFAULT '{}',   -- JSON: the plan's points and settings
-    target TEXT,
-    n_planned INTEGER NOT NULL DEFAULT 0,
-    status TEXT NOT NULL,              -- 'running' or 'complete'
-    info TEXT NOT NULL DEFAULT '{}',   -- JSON: fio version, engine, kernel, ...
-    parquet TEXT,                      -- path relative to the measurements folder
-    created_at TEXT NOT NULL,
-    finished_at TEXT
-);
-CREATE INDEX IF NOT EXISTS sweeps_device ON sweeps(device_id, status);
-CREATE TABLE IF NOT EXISTS points (
-    id INTEGER PRIMARY KEY,
-    sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
-    seq INTEGER NOT NULL,              -- index of the point in the plan
-    repeat INTEGER NOT NULL DEFAULT 0,
-    data TEXT NOT NULL,                -- JSON: workload fields and measured metrics
-    raw BLOB,                          -- zlib-compressed raw fio JSON, for provenance
-    created_at TEXT NOT NULL,
-    UNIQUE (sweep_id, seq, repeat)
-);
-CREATE TABLE IF NOT EXISTS models (
-    version TEXT PRIMARY KEY,
-    device_id INTEGER NOT NULL REFERENCES devices(id),
-    active INTEGER NOT NULL DEFAULT 0,
-    path TEXT NOT NULL,                -- folder relative to the data directory's models/
-    manifest TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
-"""
 
 
 class Catalog(ModelVersionTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
-    def __init__(self, path: Path, measurements_dir: Path) -> None:
+    def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None) -> None:
         self.path = Path(path)
         self.measurements_dir = Path(measurements_dir)
+        self.models_dir = Path(models_dir) if models_dir is not None else self.path.parent / "models"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30.0)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(SCHEMA)  # idempotent; executescript manages its own commit
-        finally:
-            conn.close()
+        open_schema(self.path, has_data=self._has_data_files())
+
+    def _has_data_files(self) -> bool:
+        """Whether Parquet measurements or model manifests exist beside the catalog."""
+        return any(self.measurements_dir.glob("*/*.parquet")) or any(
+            self.models_dir.glob("*/*/manifest.json")
+        )
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
         """A connection whose ``with`` block is one transaction (commit or rollback)."""
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            # deleted or emptied under a running process: SQLite would start a new, empty one
+            raise damaged(self.path, "it disappeared or was emptied while in use")
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("BEGIN IMMEDIATE")
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                raise damaged(self.path, str(exc)) from None
+            raise
 
     # -- devices -------------------------------------------------------------------------
 
@@ -126,7 +95,7 @@ class Catalog(ModelVersionTable):
                     (name, device_class, json.dumps(metadata or {}, sort_keys=True), utcnow()),
                 )
             elif metadata:
-                merged = {**json.loads(row["metadata"]), **metadata}
+                merged = {**load_json(row["metadata"], "device metadata"), **metadata}
                 conn.execute(
                     "UPDATE devices SET metadata = ?, class = ? WHERE id = ?",
                     (json.dumps(merged, sort_keys=True), device_class, row["id"]),
@@ -141,6 +110,11 @@ class Catalog(ModelVersionTable):
         if row is None:
             raise UnknownDevice(name)
         return device_from_row(row)
+
+    def has_device(self, name: str) -> bool:
+        """Whether a device called ``name`` is in the catalog."""
+        with self.connect() as conn:
+            return conn.execute("SELECT 1 FROM devices WHERE name = ?", (name,)).fetchone() is not None
 
     def list_devices(self) -> list[Device]:
         """All devices, by name."""
@@ -264,7 +238,7 @@ class Catalog(ModelVersionTable):
                 (sweep_id,),
             ).fetchall()
         records = [
-            {"sweep_id": sweep_id, "seq": r["seq"], "repeat": r["repeat"], **json.loads(r["data"])}
+            {"sweep_id": sweep_id, "seq": r["seq"], "repeat": r["repeat"], **load_json(r["data"], "point")}
             for r in rows
         ]
         return pd.DataFrame.from_records(records)

@@ -56,7 +56,7 @@ class DataDir:
     @cached_property
     def catalog(self) -> Catalog:
         """The SQLite catalog (created on first use)."""
-        return Catalog(self.catalog_path, self.measurements_dir)
+        return Catalog(self.catalog_path, self.measurements_dir, self.models_dir)
 
     def __repr__(self) -> str:
         return f"DataDir({str(self.root)!r})"
