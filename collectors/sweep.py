@@ -115,13 +115,16 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
               device_class: str = "ssd", metadata: dict[str, Any] | None = None,
               progress: Progress | None = None, runner: Callable[..., str] | None = None,
               raid: dict[str, Any] | None = None, commands: Callable[..., Any] | None = None,
-              sysfs_root: Path = Path("/sys")) -> Sweep:
+              sysfs_root: Path = Path("/sys"), wait: bool = False,
+              on_wait: Callable[[str], None] | None = None) -> Sweep:
     """Measure every point of ``plan`` on ``settings.target`` and store it; resumable.
 
     ``raid`` holds user-given RAID facts (``level``, ``members``, ``chunk``, ``kind``,
     ``controller``, ``vendor``) for ``device_class="raid"``; md arrays are read from sysfs.
     ``commands`` (default ``subprocess.run``) and ``sysfs_root`` are where device commands
-    (``nvme connect``, ``mdadm``) and sysfs reads go.
+    (``nvme connect``, ``mdadm``) and sysfs reads go.  The device's writer lock is held
+    throughout: another writer of the device raises ``DeviceBusy`` (or, with ``wait``,
+    is waited for).
     """
     device_io: dict[str, Any] = {"sysfs_root": sysfs_root, "run": commands or subprocess.run}
     if device_class not in DEVICE_CLASSES:
@@ -134,6 +137,8 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
     catalog = datadir.catalog
     key = sweep_key(device, plan, settings, device_class)
     with ExitStack() as stack:
+        stack.enter_context(datadir.device_lock(device, "sweep", wait=wait, on_wait=on_wait,
+                                                detail=f"plan {plan.name}"))
         if settings.nvmeof is not None:
             from collectors.devices import nvmeof
 

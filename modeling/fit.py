@@ -59,22 +59,37 @@ Progress = Callable[[str, float], None]
 
 
 def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
-    """Workload matrix and metric vectors of the usable rows (all metrics finite and > 0)."""
-    missing = [c for c in BASIC_FIELDS + METRICS if c not in frame.columns]
-    if frame.empty or missing:
+    """Workload matrix and metric vectors of the usable rows.
+
+    The metrics trained are those the data has (a column with at least one positive,
+    finite value); a row is usable when every one of them is finite and > 0 in it.
+    """
+    missing = [c for c in BASIC_FIELDS if c not in frame.columns]
+    metrics = [m for m in METRICS if m in frame.columns and _has_values(frame[m])]
+    if frame.empty or missing or not metrics:
+        missing += [m for m in METRICS if m not in metrics]
         raise NoData(
             f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
         )
-    values = frame[list(METRICS)].apply(pd.to_numeric, errors="coerce")
-    ok = np.isfinite(values.to_numpy(dtype=float)).all(axis=1) & (values.to_numpy(dtype=float) > 0).all(
-        axis=1
-    )
+    values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)
     clean = frame.loc[ok].reset_index(drop=True)
     if len(clean) < MIN_ROWS:
         raise NoData(f"only {len(clean)} usable measured points; at least {MIN_ROWS} are needed to train")
     w = workload_matrix(clean)
-    ys = {m: clean[m].to_numpy(dtype=np.float64) for m in METRICS}
+    ys = {m: clean[m].to_numpy(dtype=np.float64) for m in metrics}
     return w, ys, clean
+
+
+def _has_values(column: pd.Series) -> bool:
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    return bool((np.isfinite(values) & (values > 0)).any())
+
+
+def fold_spread(oof: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """Standard deviation of the per-fold mean relative errors: how much CV error varies by chance."""
+    per_fold = [_mre(oof[test], y[test]) for _, test in splits if len(test)]
+    return float(np.std(per_fold, ddof=1)) if len(per_fold) > 1 else 0.0
 
 
 def median_by_workload(
@@ -181,9 +196,15 @@ def fit_device_model(
     # Where a law holds on the measurements themselves (bandwidth = IOPS x size always does;
     # Little's law does for closed-loop engines, not for psync), fitting a free model for
     # that metric is wasted time: it can only learn the law back, with noise.
-    gaps = {m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE}
+    metrics = [m for m in METRICS if m in ys]
+    has_iops = "iops" in ys
+    gaps = {
+        m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m])))
+        for m in DERIVABLE
+        if m in ys and has_iops
+    }
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
-    calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
+    calls = (len(metrics) - len(by_law)) * (1 + len(region_masks)) + int(physics)
     per_call = None if time_budget_s is None else max(time_budget_s / calls, 0.0)
     start = time.monotonic()
     done = 0
@@ -198,7 +219,7 @@ def fit_device_model(
     region_sel: dict[tuple[str, str], Selection] = {}
     selections: dict[str, Selection] = {}
     final_oof: dict[str, np.ndarray] = {}
-    order = ("iops",) + tuple(m for m in METRICS if m != "iops")
+    order = sorted(metrics, key=lambda m: m != "iops")  # the laws derive from the IOPS model
     for metric in order:
         y = ys[metric]
         if metric in by_law:
@@ -252,7 +273,7 @@ def fit_device_model(
             step(f"{metric}: {region} CV MRE {rsel.mre:.2%} (global there {global_mre:.2%})")
         spec = MetricSpec(metric, "direct", scopes, frozenset(auto))
         final_oof[metric] = sel.oof
-        if physics and metric in DERIVABLE:
+        if physics and metric in DERIVABLE and has_iops:
             derived = derive_metric(metric, selections["iops"].oof, w)
             derived_scaled = derived * mre_scale(derived, y)
             derived_mre = _mre(derived_scaled, y)
@@ -267,8 +288,8 @@ def fit_device_model(
                 entry["mode"] = "derived"
                 entry["global"]["cv_mre"] = derived_mre
                 final_oof[metric] = derived_scaled
-        if physics and metric == "latency_p99_us":
-            ratio_spec, ratio_entry = _ratio_spec(
+        if physics and metric == "latency_p99_us" and "latency_mean_us" in final_oof:
+            ratio_spec, ratio_entry, ratio_oof = _ratio_spec(
                 w, y, ys["latency_mean_us"], final_oof["latency_mean_us"], splits, cands, per_call, runs, tune
             )
             entry["physics"] = {"ratio_cv_mre": ratio_entry["cv_mre"], "direct_cv_mre": sel.mre}
@@ -276,12 +297,16 @@ def fit_device_model(
                 spec = ratio_spec
                 entry["mode"] = "ratio"
                 entry["global"] = ratio_entry
+                final_oof[metric] = ratio_oof
         specs[metric] = spec
         report[metric] = entry
+    for metric, entry in report.items():
+        entry["global"]["cv_fold_std"] = fold_spread(final_oof[metric], ys[metric], splits)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(codes))
     model = DeviceModel(device, version, specs, data_regions)
     summary = {
         "metrics": report,
+        "missing_metrics": [m for m in METRICS if m not in ys],
         "n_rows": int(len(w_runs)),
         "n_workloads": int(len(w)),
         "folds": len(splits),
@@ -303,7 +328,7 @@ def _ratio_spec(
     budget: float | None,
     runs: _Runs,
     tune: bool,
-) -> tuple[MetricSpec, dict[str, Any]]:
+) -> tuple[MetricSpec, dict[str, Any], np.ndarray]:
     """Tail latency as (learned tail/mean ratio) x (predicted mean latency), global scope only.
 
     Queueing makes tail and mean latency grow together; their ratio is often smoother
@@ -316,7 +341,7 @@ def _ratio_spec(
     scope.scale *= scale
     scope.cv = {"mre": _mre(oof * scale, y)}
     entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
-    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry
+    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry, oof * scale
 
 
 def _derived_spec(

@@ -20,6 +20,7 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write
 from modeling.store.schema import damaged, is_damage, open_schema
+from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
 from modeling.store.records import (
     Device,
@@ -35,7 +36,7 @@ __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
 
 
-class Catalog(ModelVersionTable):
+class Catalog(ModelVersionTable, JobTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
     def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None) -> None:

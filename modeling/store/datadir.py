@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from modeling.errors import InvalidInput
 from modeling.store.catalog import Catalog
+from modeling.store.locks import DeviceLock, lock_holder
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -52,6 +55,16 @@ class DataDir:
     def device_models_dir(self, device: str) -> Path:
         """Folder of a device's model versions."""
         return self.models_dir / validate_name(device)
+
+    def device_lock(self, device: str, operation: str, *, wait: bool = False,
+                    on_wait: Callable[[str], None] | None = None, detail: str | None = None) -> DeviceLock:
+        """The writer lock of ``device`` (not yet taken: use it in a ``with`` block)."""
+        return DeviceLock(self.root, validate_name(device), operation, wait=wait, on_wait=on_wait,
+                          detail=detail)
+
+    def lock_holder(self, device: str) -> dict[str, Any] | None:
+        """Who holds ``device``'s writer lock now, or None."""
+        return lock_holder(self.root, validate_name(device))
 
     @cached_property
     def catalog(self) -> Catalog:

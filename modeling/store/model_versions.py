@@ -8,7 +8,20 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from modeling.errors import NotFound
+from modeling.store.jobs import finish_job_sql
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
+
+
+def version_summary(version: str, active: bool, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a retrain job reports about the version it registered."""
+    data = manifest.get("data")
+    return {
+        "model_version": version,
+        "active": active,
+        "accuracy": manifest.get("cv_mre", {}),
+        "n_rows": data.get("n_rows") if isinstance(data, dict) else None,
+        "activation": manifest.get("activation"),
+    }
 
 
 class ModelVersionTable:
@@ -21,9 +34,14 @@ class ModelVersionTable:
         raise NotImplementedError
 
     def add_model_version(
-        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
+        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool,
+        job_id: str | None = None,
     ) -> ModelVersion:
-        """Record a stored model version; with ``activate`` it becomes the active one atomically."""
+        """Record a stored model version; with ``activate`` it becomes the active one atomically.
+
+        ``job_id``: the job that trained it ends as ``succeeded`` in the same transaction, so
+        a crash can never leave an active version with a job that says otherwise.
+        """
         dev = self.get_device(device)
         with self.connect() as conn:
             conn.execute(
@@ -34,6 +52,8 @@ class ModelVersionTable:
             if activate:
                 conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
                 conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+            if job_id is not None:
+                finish_job_sql(conn, job_id, "succeeded", result=version_summary(version, activate, manifest))
         return self.get_model_version(device, version)
 
     def activate_model(self, device: str, version: str) -> ModelVersion:

@@ -29,6 +29,11 @@ def datadir() -> DataDir:
     return DataDir(get_settings().home)
 
 
+def waiting(message: str) -> None:
+    """Say on stderr that a command waits for another writer of the device (``--wait``)."""
+    err_console.print(message, highlight=False, soft_wrap=True)
+
+
 def validation_message(exc: ValidationError) -> str:
     """One line naming each invalid field and why."""
     parts = []
@@ -50,6 +55,11 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(2) from None
         except ValidationError as exc:
             message = validation_message(exc)
+            err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except PermissionError as exc:  # e.g. a data directory of another user
+            where = f" on {exc.filename}" if exc.filename else ""
+            message = f"permission denied{where}"
             err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:

@@ -10,7 +10,7 @@ import typer
 
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import console, datadir, handle_errors, print_json, waiting
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
 
@@ -43,6 +43,7 @@ def ingest(
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
     ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="wait while another writer holds the device")] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print the stored sweep as JSON")] = False,
 ) -> None:
     """Import measurements (all or nothing): fio JSON files or folders, or CSV.
@@ -57,9 +58,12 @@ def ingest(
 
     Sizes are bytes.  Unknown columns are refused.  One bad row rejects the whole import.
     """
-    sweep = ingest_paths(
-        datadir(), device, paths, device_class=device_class, metadata=parse_meta(meta or []) or None
-    )
+    data = datadir()
+    # One writer per device: parallel imports of the same files store them once.
+    with data.device_lock(device, "ingest", wait=wait, on_wait=waiting):
+        sweep = ingest_paths(
+            data, device, paths, device_class=device_class, metadata=parse_meta(meta or []) or None
+        )
     files = sweep.info.get("files", [])
     if json_output:
         print_json({"device": device, "sweep_id": sweep.id, "points": sweep.n_points, **sweep.info})

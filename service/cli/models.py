@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
-from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
+from service.cli.common import console, datadir, handle_errors, print_json, progress_bar, waiting
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
@@ -31,7 +31,12 @@ def train(
     features: str = typer.Option(
         "extended", "--features", help="feature set: extended, basic, or both (cross-validation chooses)"
     ),
-    no_activate: bool = typer.Option(False, "--no-activate", help="register without activating"),
+    activate: bool | None = typer.Option(
+        None, "--activate/--no-activate",
+        help="activate even if its CV error is worse than the active version's / register without "
+        "activating (default: activate unless worse beyond noise)",
+    ),
+    wait: bool = typer.Option(False, "--wait", help="wait while another writer holds the device"),
     json_output: bool = typer.Option(False, "--json", help="print the new version as JSON"),
 ) -> None:
     """Train one model per metric (and per region) and register a new model version."""
@@ -47,7 +52,10 @@ def train(
             folds=folds,
             time_budget_s=time_budget,
             feature_sets=feature_sets,
-            activate=not no_activate,
+            activate=activate is not False,
+            force_activate=activate is True,
+            wait=wait,
+            on_wait=waiting,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
         )
     if json_output:
@@ -57,6 +65,27 @@ def train(
         f"trained [bold]{mv.device}[/] version [bold]{mv.version}[/]{' (active)' if mv.active else ''}"
     )
     _print_manifest_summary(mv.manifest)
+    _print_activation(mv.manifest)
+
+
+def _print_activation(manifest: dict[str, Any]) -> None:
+    decision = manifest.get("activation") or {}
+    previous = decision.get("previous")
+    for metric, e in (decision.get("worse") or {}).items():
+        new = "missing" if e["new"] is None else f"{e['new']:.2%}"
+        margin = "" if e["margin"] is None else f" (noise margin {e['margin']:.2%})"
+        console.print(f"  {metric}: CV MRE {new} here vs {e['active']:.2%} in active {previous}{margin}",
+                      highlight=False)
+    if decision.get("activated"):
+        console.print(f"activated: {decision.get('reason')}", highlight=False)
+    elif previous is not None and decision.get("worse"):
+        console.print(f"[yellow]not activated[/]: {decision.get('reason')}; {previous} stays active "
+                      "(use --activate to activate it anyway)", highlight=False)
+    elif decision:
+        console.print(f"not activated: {decision.get('reason')}", highlight=False)
+    missing = manifest.get("missing_metrics") or []
+    if missing:
+        console.print(f"not trained (no data): {', '.join(missing)}", highlight=False)
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
@@ -67,8 +96,11 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
             continue
         g = m["global"]
         auto = [r for r, e in m.get("regions", {}).items() if e.get("auto")]
+        if "cv_fold_std" in g:
+            g = {**g, "cv_mre_text": f"{g['cv_mre']:.2%} ± {g['cv_fold_std']:.2%}"}
         table.add_row(
-            metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}", ", ".join(auto) or "-"
+            metric, m["mode"], g["estimator"], g["feature_set"], g.get("cv_mre_text", f"{g['cv_mre']:.2%}"),
+            ", ".join(auto) or "-"
         )
     console.print(table)
 

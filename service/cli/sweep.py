@@ -9,7 +9,7 @@ import typer
 
 from modeling.errors import InvalidInput
 from modeling.workload import Workload, format_size, parse_size
-from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
+from service.cli.common import console, datadir, handle_errors, print_json, progress_bar, waiting
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +68,7 @@ def sweep(
     sizes: str | None = typer.Option(None, help="value list, e.g. 4k,64k"),
     randomness: str | None = typer.Option(None, help="value list, e.g. 0,1"),
     numjobs: str | None = typer.Option(None, help="value list, e.g. 1,4"),
+    wait: bool = typer.Option(False, "--wait", help="wait while another writer holds the device"),
     json_output: bool = typer.Option(False, "--json", help="print the sweep as JSON"),
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
@@ -129,7 +130,8 @@ def sweep(
             bar.update(task, completed=done, total=total, description=label)
 
         result = run_sweep(data, device, the_plan, settings, device_class=device_class,
-                           progress=advance, raid=raid if device_class == "raid" else None)
+                           progress=advance, raid=raid if device_class == "raid" else None,
+                           wait=wait, on_wait=waiting)
     summary = {"device": device, "sweep_id": result.id, "status": result.status,
                "points": result.n_points, "planned": result.n_planned, "plan": the_plan.name,
                "engine": result.info.get("engine"), "target": result.target,

@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from collectors.devices import DEVICE_CLASSES
 from collectors.ingest import ingest_bytes
 from modeling.errors import InvalidInput
-from modeling.store import ModelVersion, Sweep
+from modeling.store import DataDir, ModelVersion, Sweep
 from service.api.deps import DataDirDep, DeviceDep, SettingsDep, TokenDep
 from service.api.schemas import (
     DevicePublic,
@@ -97,6 +97,7 @@ def get_device(device: DeviceDep, datadir: DataDirDep) -> dict[str, Any]:
     responses={
         401: {"model": ErrorResponse, "description": "token required"},
         403: {"model": ErrorResponse, "description": "wrong token"},
+        409: {"model": ErrorResponse, "description": "another writer holds the device"},
         413: {"model": ErrorResponse, "description": "upload larger than max_upload_bytes"},
         422: {"model": ErrorResponse, "description": "not fio JSON nor ingest CSV (the message says where)"},
     },
@@ -124,16 +125,18 @@ async def upload_sweep(
     meta = _metadata(metadata)
     data = await file.read()
     sweep = await run_in_threadpool(
-        ingest_bytes,
-        datadir,
-        device,
-        file.filename or "upload",
-        data,
-        device_class=device_class,
-        metadata=meta,
-        max_bytes=settings.max_upload_bytes,
+        _ingest_locked, datadir, device, file.filename or "upload", data, device_class, meta,
+        settings.max_upload_bytes,
     )
     return sweep_public(sweep)
+
+
+def _ingest_locked(datadir: DataDir, device: str, name: str, data: bytes, device_class: str | None,
+                   meta: dict[str, Any] | None, max_bytes: int) -> Sweep:
+    # one writer per device, as on the CLI: a busy device answers 409 at once
+    with datadir.device_lock(device, "ingest"):
+        return ingest_bytes(datadir, device, name, data, device_class=device_class, metadata=meta,
+                            max_bytes=max_bytes)
 
 
 def _metadata(text: str | None) -> dict[str, Any] | None:
