@@ -273,6 +273,13 @@ class ModelRegistry:
             else:
                 self._active.pop(device, None)
 
+    def forget(self, device: str) -> None:
+        """Drop every cached model and active-version lookup of ``device`` (it was deleted)."""
+        with self._lock:
+            self._active.pop(device, None)
+            for key in [k for k in self._models if k[0] == device]:
+                del self._models[key]
+
     def _active_version(self, device: str) -> str:
         now = time.monotonic()
         hit = self._active.get(device)

@@ -19,9 +19,10 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write
-from modeling.store.schema import damaged, is_damage, open_schema
+from modeling.store.schema import damaged, is_damage, open_schema, undecodable
 from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
+from modeling.store.parquet_meta import sweep_record, write_sweep_parquet
 from modeling.store.records import (
     Device,
     ModelVersion,
@@ -39,12 +40,18 @@ __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 class Catalog(ModelVersionTable, JobTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
-    def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None) -> None:
+    def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None, *,
+                 new: bool = False) -> None:
+        """Open (checking it for damage) or create the catalog at ``path``.
+
+        A missing or empty catalog beside existing measurement or model files is a lost
+        one and raises ``CatalogCorrupt``, unless ``new`` (a rebuild creates it on purpose).
+        """
         self.path = Path(path)
         self.measurements_dir = Path(measurements_dir)
         self.models_dir = Path(models_dir) if models_dir is not None else self.path.parent / "models"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        open_schema(self.path, has_data=self._has_data_files())
+        open_schema(self.path, has_data=not new and self._has_data_files())
 
     def _has_data_files(self) -> bool:
         """Whether Parquet measurements or model manifests exist beside the catalog."""
@@ -78,6 +85,8 @@ class Catalog(ModelVersionTable, JobTable):
             if is_damage(exc):
                 raise damaged(self.path, str(exc)) from None
             raise
+        except UnicodeDecodeError as exc:
+            raise damaged(self.path, undecodable(exc)) from None
 
     # -- devices -------------------------------------------------------------------------
 
@@ -258,16 +267,18 @@ class Catalog(ModelVersionTable, JobTable):
     def finish_sweep(self, sweep_id: int, info: dict[str, Any] | None = None) -> Sweep:
         """Write the sweep's rows to Parquet atomically, then mark it complete."""
         sweep = self.get_sweep(sweep_id)
-        device = self._device_name(sweep.device_id)
+        device = self.get_device(self.device_name(sweep.device_id))
         frame = self.sweep_points(sweep_id)
-        relative = f"{device}/sweep-{sweep_id}.parquet"
-        atomic_write(self.measurements_dir / relative, lambda tmp: frame.to_parquet(tmp, index=False))
+        relative = f"{device.name}/sweep-{sweep_id}.parquet"
         merged_info = {**sweep.info, **(info or {})}
+        finished_at = utcnow()
+        record = sweep_record(sweep, device, info=merged_info, finished_at=finished_at)
+        atomic_write(self.measurements_dir / relative, lambda tmp: write_sweep_parquet(tmp, frame, record))
         with self.connect() as conn:
             conn.execute(
                 "UPDATE sweeps SET status = 'complete', parquet = ?, finished_at = ?, info = ?"
                 " WHERE id = ?",
-                (relative, utcnow(), json.dumps(merged_info, sort_keys=True), sweep_id),
+                (relative, finished_at, json.dumps(merged_info, sort_keys=True), sweep_id),
             )
         return self.get_sweep(sweep_id)
 
@@ -325,7 +336,8 @@ class Catalog(ModelVersionTable, JobTable):
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
-    def _device_name(self, device_id: int) -> str:
+    def device_name(self, device_id: int) -> str:
+        """The name of the device with catalog id ``device_id``."""
         with self.connect() as conn:
             row = conn.execute("SELECT name FROM devices WHERE id = ?", (device_id,)).fetchone()
         return str(row["name"])

@@ -21,7 +21,7 @@ from typing import Any
 from modeling.errors import DeviceBusy
 from modeling.store.records import utcnow
 
-OPERATIONS = ("sweep", "ingest", "train", "delete")
+OPERATIONS = ("sweep", "ingest", "train", "delete", "rebuild")
 
 
 def lock_path(root: Path, device: str) -> Path:

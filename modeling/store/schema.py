@@ -99,6 +99,20 @@ _SQLITE_CORRUPT = 11
 _SQLITE_NOTADB = 26
 
 
+def _lenient_text(data: bytes) -> str:
+    return data.decode(errors="replace")
+
+
+def undecodable(exc: UnicodeDecodeError) -> str:
+    """What a UnicodeDecodeError from sqlite3 was about.
+
+    SQLite stores text as it was given, so bad UTF-8 means damage: in a stored value, or
+    in the schema, in which case sqlite3 fails while decoding SQLite's own error message.
+    """
+    text = exc.object.decode(errors="replace") if isinstance(exc.object, bytes) else ""
+    return text if text.startswith("malformed") else "a stored text is not valid UTF-8"
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether a sqlite3 error means the file is damaged (not busy, not a bug in a query)."""
     if not isinstance(exc, sqlite3.DatabaseError):
@@ -130,6 +144,7 @@ def open_schema(path: Path, *, has_data: bool) -> None:
         state = "missing" if not path.exists() else "empty (0 bytes)"
         raise damaged(path, f"it is {state} while measurements or models exist")
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    conn.text_factory = _lenient_text  # the check's messages quote damaged bytes
     try:
         rows = conn.execute("PRAGMA quick_check(5)").fetchall()
         problems = [str(r[0]) for r in rows if r[0] != "ok"]
@@ -141,6 +156,8 @@ def open_schema(path: Path, *, has_data: bool) -> None:
         if is_damage(exc):
             raise damaged(path, str(exc)) from None
         raise
+    except UnicodeDecodeError as exc:
+        raise damaged(path, undecodable(exc)) from None
     finally:
         conn.close()
 
@@ -173,3 +190,21 @@ def _statements(script: str) -> list[str]:
     """Split a migration script into statements (``executescript`` would commit mid-way)."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def integrity_problems(path: Path) -> list[str]:
+    """What ``PRAGMA integrity_check`` finds wrong with the catalog (empty: nothing)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return ["the catalog file is missing or empty"]
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        conn.text_factory = _lenient_text
+        try:
+            rows = conn.execute("PRAGMA integrity_check(20)").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return [str(exc)]
+    except UnicodeDecodeError as exc:
+        return [undecodable(exc)]
+    return [str(r[0]) for r in rows if r[0] != "ok"]

@@ -7,6 +7,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class DeletedPublic(BaseModel):
+    """What a delete removed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"device": "nvme0", "sweeps": 2, "points": 96, "models": 3}]}
+    )
+
+    device: str
+    sweeps: int
+    points: int
+    models: int
+
+
 class SweepPublic(BaseModel):
     """A sweep or ingest of a device."""
 
