@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from modeling.errors import InvalidInput
 from modeling.store.rebuild import rebuild_catalog
 from modeling.store.schema import integrity_problems
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import JsonOption, console, datadir, handle_errors, print_json
 
 catalog_app = typer.Typer(help="Check the catalog for damage, or rebuild it from the data files.",
                           no_args_is_help=True)
@@ -33,8 +35,8 @@ def check() -> None:
 @catalog_app.command("rebuild")
 @handle_errors
 def rebuild(
-    force: bool = typer.Option(False, "--force", help="rebuild even though the catalog is not damaged"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    force: Annotated[bool, typer.Option("--force", help="rebuild even though the catalog is not damaged")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Rebuild the catalog from the Parquet measurements and model files (keeps the damaged one)."""
     data = datadir()

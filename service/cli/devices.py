@@ -1,6 +1,8 @@
-"""CLI: ``ssdpredict devices`` (list) and ``ssdpredict devices show NAME``."""
+"""CLI: ``ssdpredict devices`` (list), ``devices show|delete NAME`` and ``sweeps delete ID``."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -8,7 +10,16 @@ from rich.table import Table
 from collectors.devices import describe_device, describe_devices
 from modeling.errors import InvalidInput
 from modeling.store.delete import delete_device, delete_sweep
-from service.cli.common import console, datadir, handle_errors, print_json, waiting
+from service.cli.common import (
+    JsonOption,
+    WaitOption,
+    YesOption,
+    console,
+    datadir,
+    handle_errors,
+    print_json,
+    waiting,
+)
 
 devices_app = typer.Typer(
     invoke_without_command=True,
@@ -32,10 +43,7 @@ def _meta_text(metadata: dict) -> str:
 
 @devices_app.callback()
 @handle_errors
-def devices(
-    ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
-) -> None:
+def devices(ctx: typer.Context, json_output: JsonOption = False) -> None:
     """List the known devices with their class, metadata, sweeps, points and active model."""
     if ctx.invoked_subcommand is not None:
         return
@@ -61,8 +69,8 @@ def devices(
 @devices_app.command("show")
 @handle_errors
 def show(
-    name: str = typer.Argument(..., help="device name"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    name: Annotated[str, typer.Argument(help="device name")],
+    json_output: JsonOption = False,
 ) -> None:
     """Show one device: class, metadata and every sweep with its point count."""
     info = describe_device(datadir().catalog, name, with_sweeps=True)
@@ -88,9 +96,9 @@ def show(
 @devices_app.command("delete")
 @handle_errors
 def delete(
-    name: str = typer.Argument(..., help="device name"),
-    yes: bool = typer.Option(False, "--yes", "-y", help="really delete (there is no undo)"),
-    wait: bool = typer.Option(False, "--wait", help="wait while another writer holds the device"),
+    name: Annotated[str, typer.Argument(help="device name")],
+    yes: YesOption = False,
+    wait: WaitOption = False,
 ) -> None:
     """Delete a device: its sweeps, measurements and model versions (files included)."""
     if not yes:
@@ -107,9 +115,9 @@ def delete(
 @sweeps_app.command("delete")
 @handle_errors
 def delete_one_sweep(
-    sweep_id: int = typer.Argument(..., help="sweep id (see `ssdpredict devices show NAME`)"),
-    yes: bool = typer.Option(False, "--yes", "-y", help="really delete (there is no undo)"),
-    wait: bool = typer.Option(False, "--wait", help="wait while another writer holds the device"),
+    sweep_id: Annotated[int, typer.Argument(help="sweep id (see `ssdpredict devices show NAME`)")],
+    yes: YesOption = False,
+    wait: WaitOption = False,
 ) -> None:
     """Delete one sweep: its points and its Parquet file (models trained on it stay)."""
     if not yes:

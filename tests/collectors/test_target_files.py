@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +20,8 @@ from typer.testing import CliRunner
 from modeling.store import DataDir
 from service.cli.main import app
 from service.config import get_settings
-from tests.collectors.core_fixtures import make_loop, mkfs_ext4, sha256_of
+from tests.device_fixtures import mkfs_ext4, sha256_of
 
-__all__ = ["make_loop"]
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_POINT = ["--plan", "grid", "--write-ratios", "1", "--queue-depths", "1", "--sizes", "4k",
@@ -143,7 +142,7 @@ def test_a_write_failing_half_way_leaves_nothing_behind(tmp_path: Path) -> None:
 
 
 def test_a_block_device_that_may_not_be_opened_gives_one_line(
-        make_loop, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+        make_loop: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
     dev = make_loop()
     os.chmod(dev, 0o600)  # root's only: the unprivileged user below may not open it
     home = Path(tempfile.mkdtemp(prefix="ssdpredict-test-home-", dir="/tmp"))  # pytest's tmp is 0700

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from modeling.store import DataDir
 from service.cli.main import app
-from tests.collectors.core_fixtures import sha256_of
+from tests.device_fixtures import sha256_of
 from tests.service.utils import DEVICE
 
 runner = CliRunner()
