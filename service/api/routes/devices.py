@@ -166,7 +166,7 @@ def remove_device(device: DeviceDep, state: StateDep) -> dict[str, Any]:
     responses=_DELETE_RESPONSES,
 )
 def remove_sweep(
-    device: DeviceDep, sweep_id: Annotated[int, Path(ge=1, le=2**62)], datadir: DataDirDep
+    device: DeviceDep, sweep_id: Annotated[int, Path(ge=1, le=2**62, examples=[12])], datadir: DataDirDep
 ) -> dict[str, Any]:
     """Delete one sweep of a device: its points and Parquet file (models trained on it stay)."""
     return asdict(delete_sweep(datadir, sweep_id, device=device))
