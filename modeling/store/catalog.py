@@ -23,6 +23,7 @@ from modeling.store.schema import damaged, is_damage, open_schema, undecodable
 from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
 from modeling.store.parquet_meta import sweep_record, write_sweep_parquet
+from modeling.store.names import validate_name
 from modeling.store.records import (
     Device,
     ModelVersion,
@@ -94,8 +95,6 @@ class Catalog(ModelVersionTable, JobTable):
         self, name: str, device_class: str = "ssd", metadata: dict[str, Any] | None = None
     ) -> Device:
         """Return the device called ``name``, creating it (or merging new metadata) if needed."""
-        from modeling.store.datadir import validate_name
-
         validate_name(name)
         with self.connect() as conn:
             row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()

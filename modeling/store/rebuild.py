@@ -29,7 +29,8 @@ from typing import Any
 import pandas as pd
 
 from modeling.store.catalog import Catalog
-from modeling.store.datadir import DataDir, validate_name
+from modeling.store.datadir import DataDir
+from modeling.store.names import validate_name
 from modeling.store.model_versions import ACTIVE_MARKER
 from modeling.store.parquet_meta import read_sweep_record
 from modeling.store.records import utcnow

@@ -7,7 +7,7 @@ a CLI sweep, ingest, train or delete of the device; it holds across worker proce
 and the kernel releases it if the process dies, which is how a job orphaned by a crash
 is recognised: it is marked ``interrupted`` when a worker starts, and when it is read.
 
-Training (``modeling.train.train_device``) writes the new version completely, then
+Training (``modeling.training.train.train_device``) writes the new version completely, then
 registers (and maybe activates) it and marks the job succeeded in one catalog
 transaction, so the job's state and the active version agree after a crash at any
 moment; a failed job never touches the active model.
@@ -24,11 +24,11 @@ from dataclasses import asdict
 from typing import Any
 
 from modeling.errors import SsdPredictError
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir, validate_name
 from modeling.store.jobs import Job
 from modeling.store.locks import DeviceLock
-from modeling.train import train_device
+from modeling.training.train import train_device
 from service.api.metrics import ServiceMetrics
 
 log = logging.getLogger("ssdpredict.jobs")

@@ -35,7 +35,8 @@ def check() -> None:
 @catalog_app.command("rebuild")
 @handle_errors
 def rebuild(
-    force: Annotated[bool, typer.Option("--force", help="rebuild even though the catalog is not damaged")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="rebuild even though the catalog is not damaged")] = False,
     json_output: JsonOption = False,
 ) -> None:
     """Rebuild the catalog from the Parquet measurements and model files (keeps the damaged one)."""

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-import modeling.fit
+import modeling.training.fit
 from modeling.store import DataDir
 from modeling.store.records import ModelVersion
-from modeling.train import activation_decision
+from modeling.training.train import activation_decision
 from service.cli.main import app
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -21,7 +21,7 @@ runner = CliRunner()
 
 @pytest.fixture(autouse=True)
 def quick_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(modeling.fit, "default_candidates", lambda *a, **k: fast_candidates())
+    monkeypatch.setattr(modeling.training.fit, "default_candidates", lambda *a, **k: fast_candidates())
 
 
 def _train(*extra: str) -> tuple[int, str]:
