@@ -15,7 +15,7 @@ import pytest
 
 from modeling.store import DataDir
 from tests.conftest import REPO
-from tests.service.test_uvicorn import free_port
+from tests.device_fixtures import free_port
 from tests.service.utils import DEVICE
 
 pytestmark = pytest.mark.slow
