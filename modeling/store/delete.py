@@ -32,12 +32,9 @@ def delete_device(datadir: DataDir, name: str, *, wait: bool = False,
     catalog = datadir.catalog
     with datadir.device_lock(name, "delete", wait=wait, on_wait=on_wait):
         dev = catalog.get_device(name)
+        sweeps = catalog.list_sweeps(name)
+        points = sum(s.n_points for s in sweeps)  # imports keep their rows in Parquet alone
         with catalog.connect() as conn:
-            sweeps = [r["id"] for r in conn.execute("SELECT id FROM sweeps WHERE device_id = ?", (dev.id,))]
-            points = conn.execute(
-                "SELECT COUNT(*) FROM points WHERE sweep_id IN (SELECT id FROM sweeps WHERE device_id = ?)",
-                (dev.id,),
-            ).fetchone()[0]
             models = conn.execute("DELETE FROM models WHERE device_id = ?", (dev.id,)).rowcount
             conn.execute("DELETE FROM points WHERE sweep_id IN (SELECT id FROM sweeps WHERE device_id = ?)",
                          (dev.id,))
@@ -66,8 +63,9 @@ def delete_sweep(datadir: DataDir, sweep_id: int, *, device: str | None = None, 
             row = conn.execute("SELECT parquet FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
             if row is None:  # deleted while we waited for the lock
                 raise NotFound(f"no sweep with id {sweep_id}")
-            points = conn.execute("DELETE FROM points WHERE sweep_id = ?", (sweep_id,)).rowcount
+            conn.execute("DELETE FROM points WHERE sweep_id = ?", (sweep_id,))
             conn.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))
+        points = sweep.n_points
         if row["parquet"]:
             (catalog.measurements_dir / row["parquet"]).unlink(missing_ok=True)
     return Deleted(name, 1, int(points), 0)

@@ -7,18 +7,20 @@ What each holds (see :mod:`modeling.store.parquet_meta` and :mod:`modeling.regis
 * ``models/<device>/<version>/manifest.json`` -- the model version's manifest, exactly
   the catalog's copy; ``models/<device>/ACTIVE`` -- the active version's name.
 
-The new catalog is built beside the old one and renamed into place at the end, so an
-interrupted rebuild changes nothing; the damaged file is kept as
+Rows are not copied back into the catalog's ``points`` table: like an import's, they
+live in the Parquet file alone.  The new catalog is built beside the old one and renamed
+into place at the end, so an interrupted rebuild changes nothing; the damaged file is kept as
 ``catalog.sqlite3.damaged-<time>``.  Lost for good: sweeps that were still running (their
 points lived in the catalog only), the raw fio JSON of each point, the job history and
-the record of scratch files (a sweep of one then needs ``--destroy-data``).  Sweep ids
+the record of scratch files (a sweep of one then needs ``--destroy-data``), and the device
+class, metadata and provenance of sweeps imported by ``ingest`` (their Parquet files are
+written by the importer without the records; they come back as class ssd).  Sweep ids
 are kept, since model manifests name the sweeps they learned from.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -36,7 +38,6 @@ from modeling.store.parquet_meta import read_sweep_record
 from modeling.store.records import utcnow
 
 _SWEEP_FILE = re.compile(r"^sweep-(\d+)\.parquet$")
-_ROW_KEYS = ("sweep_id", "seq", "repeat")
 
 
 @dataclass
@@ -124,38 +125,22 @@ def _restore_sweeps(catalog: Catalog, datadir: DataDir, name: str, known: set[st
         _ensure_device(catalog, name, (record or {}).get("device"), known)
         sweep = (record or {}).get("sweep") or {}
         now = utcnow()
-        rows = _points(frame)
+        n_rows = len(frame)
         with catalog.connect() as conn:
             device_id = conn.execute("SELECT id FROM devices WHERE name = ?", (name,)).fetchone()["id"]
+            # The rows stay in the Parquet file alone (as for an import): ``n_rows`` counts them.
+            info = {**(sweep.get("info") or {}), "n_rows": n_rows, "rebuilt_at": now}
             conn.execute(
                 "INSERT INTO sweeps (id, device_id, source, plan_key, plan, target, n_planned, status,"
                 " info, parquet, created_at, finished_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, 'complete', ?, ?, ?, ?)",
                 (sweep_id, device_id, sweep.get("source", "ingest"), sweep.get("plan_key"),
                  json.dumps(sweep.get("plan") or {}, sort_keys=True), sweep.get("target"),
-                 int(sweep.get("n_planned") or len(rows)),
-                 json.dumps({**(sweep.get("info") or {}), "rebuilt_at": now}, sort_keys=True), relative,
-                 sweep.get("created_at") or now, sweep.get("finished_at") or now),
-            )
-            conn.executemany(
-                "INSERT INTO points (sweep_id, seq, repeat, data, created_at) VALUES (?, ?, ?, ?, ?)",
-                [(sweep_id, seq, repeat, json.dumps(data, sort_keys=True, default=_scalar), now)
-                 for seq, repeat, data in rows],
+                 int(sweep.get("n_planned") or n_rows), json.dumps(info, sort_keys=True, default=str),
+                 relative, sweep.get("created_at") or now, sweep.get("finished_at") or now),
             )
         report.sweeps += 1
-        report.points += len(rows)
-
-
-def _points(frame: pd.DataFrame) -> list[tuple[int, int, dict[str, Any]]]:
-    """(seq, repeat, data) of each Parquet row; a row's missing values (NaN) are dropped."""
-    records = frame.to_dict("records")
-    has_seq = {"seq", "repeat"} <= set(frame.columns) and frame[["seq", "repeat"]].notna().all().all()
-    out = []
-    for i, row in enumerate(records):
-        data = {k: v for k, v in row.items()
-                if k not in _ROW_KEYS and v is not None and not (isinstance(v, float) and math.isnan(v))}
-        out.append((int(row["seq"]), int(row["repeat"]), data) if has_seq else (i, 0, data))
-    return out
+        report.points += n_rows
 
 
 def _restore_models(catalog: Catalog, datadir: DataDir, name: str, known: set[str],
@@ -196,11 +181,6 @@ def _restore_models(catalog: Catalog, datadir: DataDir, name: str, known: set[st
         report.notes.append(f"{name}: no record of the active version; activated the newest, {active}")
     catalog.activate_model(name, active)
     report.active[name] = active
-
-
-def _scalar(value: Any) -> Any:
-    # numpy scalars and timestamps that Parquet hands back
-    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _created_at(manifest: dict[str, Any]) -> str:

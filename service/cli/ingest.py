@@ -10,6 +10,7 @@ import typer
 
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
+from modeling.workload import parse_size
 from service.cli.common import (
     DeviceOption,
     JsonOption,
@@ -20,6 +21,7 @@ from service.cli.common import (
     print_json,
     waiting,
 )
+from service.config import get_settings
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
 
@@ -41,6 +43,18 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
     return meta
 
 
+def _limit(text: str | None) -> int:
+    if text is None:
+        return get_settings().max_ingest_bytes
+    try:
+        limit = parse_size(text)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid --max-bytes {text!r}: {exc}") from None
+    if limit <= 0:
+        raise InvalidInput(f"invalid --max-bytes {text!r}: must be > 0")
+    return limit
+
+
 @handle_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="fio JSON files, CSV files, or folders of them")],
@@ -54,6 +68,14 @@ def ingest(
     ] = None,
     wait: WaitOption = False,
     json_output: JsonOption = False,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes",
+            help="refuse an import larger than this in total, e.g. 2g "
+            "(default: SSDPREDICT_MAX_INGEST_BYTES, 1g)",
+        ),
+    ] = None,
 ) -> None:
     """Import measurements (all or nothing): fio JSON files or folders, or CSV.
 
@@ -66,12 +88,18 @@ def ingest(
     CSV metric columns (one at least): latency_mean_us, latency_p99_us, bandwidth_mib_s, iops.
 
     Sizes are bytes.  Unknown columns are refused.  One bad row rejects the whole import.
+    CSV is read in chunks: memory stays bounded whatever the file size.
     """
     data = datadir()
     # One writer per device: parallel imports of the same files store them once.
     with data.device_lock(device, "ingest", wait=wait, on_wait=waiting):
         sweep = ingest_paths(
-            data, device, paths, device_class=device_class, metadata=parse_meta(meta or []) or None
+            data,
+            device,
+            paths,
+            device_class=device_class,
+            metadata=parse_meta(meta or []) or None,
+            max_bytes=_limit(max_bytes),
         )
     files = sweep.info.get("files", [])
     if json_output:
