@@ -63,7 +63,8 @@ class Catalog(ModelVersionTable, JobTable):
 
     def _has_data_files(self) -> bool:
         """Whether Parquet measurements or model manifests exist beside the catalog."""
-        return any(self.measurements_dir.glob("*/*.parquet")) or any(
+        # a sweep's file, not an import's work files (which are written before the catalog opens)
+        return any(self.measurements_dir.glob("*/sweep-*.parquet")) or any(
             self.models_dir.glob("*/*/manifest.json")
         )
 
