@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from modeling.errors import InvalidInput, NoData, TooLarge
+from modeling.errors import InvalidInput, NoData, SsdPredictError, TooLarge
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import METRICS, WORKLOAD_FIELDS
@@ -158,19 +158,38 @@ def validate_upload(
     scratch.mkdir(parents=True, exist_ok=True)
 
     # A blktrace per-CPU name would make the parser look for sibling files: use a plain name.
+    public = filename or "upload"
     with tempfile.NamedTemporaryFile(dir=scratch, prefix="upload-", suffix=".trace") as tmp:
         tmp.write(data)
         tmp.flush()
-        report = validate_trace(
-            datadir,
-            device,
-            tmp.name,
-            fmt=fmt,
-            window_s=window_s,
-            window_requests=window_requests,
-            registry=registry,
-        )
-    out = report.to_dict()
+        try:
+            report = validate_trace(
+                datadir,
+                device,
+                tmp.name,
+                fmt=fmt,
+                window_s=window_s,
+                window_requests=window_requests,
+                registry=registry,
+            )
+        except SsdPredictError as exc:
+            # the client named its file; the server's scratch path is none of its business
+            exc.message = _scrub(exc.message, tmp.name, public)
+            exc.args = (exc.message,)
+            exc.details = _scrub(exc.details, tmp.name, public)
+            raise
+        out = _scrub(report.to_dict(), tmp.name, public)
     out["filename"] = filename
     out["summary"]["trace"]["paths"] = [filename]
     return out
+
+
+def _scrub(value: Any, secret: str, public: str) -> Any:
+    """``value`` with every mention of the path ``secret`` (or its folder) replaced."""
+    if isinstance(value, str):
+        return value.replace(secret, public).replace(str(Path(secret).parent), "<scratch>")
+    if isinstance(value, dict):
+        return {k: _scrub(v, secret, public) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v, secret, public) for v in value]
+    return value

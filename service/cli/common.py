@@ -28,6 +28,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Options shared by many commands, declared once.
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="device name (see `ssdpredict devices`)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
+WaitOption = Annotated[bool, typer.Option(
+    "--wait", help="wait while another writer (sweep, ingest, train, delete) holds the device")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="really delete (there is no undo)")]
 
 
 def datadir() -> DataDir:
@@ -41,6 +44,11 @@ def write_file(path: Path, data: bytes) -> None:
         atomic_write_bytes(path, data)
     except OSError as exc:
         raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def waiting(message: str) -> None:
+    """Say on stderr that a command waits for another writer of the device (``--wait``)."""
+    err_console.print(message, highlight=False, soft_wrap=True)
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -64,6 +72,11 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(2) from None
         except ValidationError as exc:
             message = validation_message(exc)
+            err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except PermissionError as exc:  # e.g. a data directory of another user
+            where = f" on {exc.filename}" if exc.filename else ""
+            message = f"permission denied{where}"
             err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:

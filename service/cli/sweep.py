@@ -12,11 +12,13 @@ from modeling.workload import Workload, format_size, parse_size
 from service.cli.common import (
     DeviceOption,
     JsonOption,
+    WaitOption,
     console,
     datadir,
     handle_errors,
     print_json,
     progress_bar,
+    waiting,
 )
 from service.config import get_settings
 
@@ -98,6 +100,7 @@ def sweep(
     sizes: Annotated[str | None, typer.Option(help="value list, e.g. 4k,64k")] = None,
     randomness: Annotated[str | None, typer.Option(help="value list, e.g. 0,1")] = None,
     numjobs: Annotated[str | None, typer.Option(help="value list, e.g. 1,4")] = None,
+    wait: WaitOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
@@ -127,7 +130,7 @@ def sweep(
                       f"{where}, runtime {runtime}")
     with progress_bar(quiet=json_output) as bar:
         result = run_sweep(data, device, the_plan, settings,
-                           progress=_progress(bar, len(the_plan) * repeats))
+                           progress=_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
     _present(device, the_plan.name, result, json_output)
 
 

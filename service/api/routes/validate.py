@@ -3,7 +3,9 @@
 Errors (predicted vs measured) are returned when the trace itself carries measured
 latency (blktrace/blkparse issue-completion pairs, MSR response times, a captured trace).
 Replay on a target is not offered over the API: it writes to a device, which needs the
-CLI's explicit ``--target`` and ``--destroy-data``.
+CLI's explicit ``--target`` and ``--destroy-data``.  The upload is written to a scratch file
+and parsed, so it needs the token like the other uploads; its errors name the uploaded
+file, never the server's scratch path.
 """
 
 from __future__ import annotations
@@ -12,14 +14,23 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep
+from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
+from service.api.schemas import ErrorResponse
 from traces.reader import FORMATS
 from traces.validate import validate_upload
 
 router = APIRouter()
 
 
-@router.post("/v1/devices/{device}/validate", tags=["traces"])
+@router.post(
+    "/v1/devices/{device}/validate",
+    tags=["traces"],
+    dependencies=[TokenDep],
+    responses={
+        401: {"model": ErrorResponse, "description": "token required"},
+        403: {"model": ErrorResponse, "description": "wrong token"},
+    },
+)
 def validate_trace(
     device: DeviceDep,
     datadir: DataDirDep,
