@@ -1,29 +1,45 @@
 """Replay a trace on a target with fio and measure it per window.
 
 The trace's requests are remapped into the target (``offset mod usable size``, aligned
-down to 4096 bytes, or 512 when the trace has sizes that are not multiples of 4096; sizes
-rounded up to 512) and dealt round-robin to *lanes*, one fio job each, replaying its own
-iolog version 3 (timestamps in microseconds, divided by ``speed``) with ``direct=1`` and
-the synchronous ``psync`` engine, logging every I/O (``write_lat_log`` + ``log_offset``).
+down to the target's logical block size -- 4 KiB on zram -- and to 4096 bytes when all
+the trace's sizes allow it, else 512; sizes rounded up to the same alignment) and dealt
+round-robin to *lanes*, one fio job each, replaying its own iolog version 3 (timestamps in
+microseconds, divided by ``speed``) with ``direct=1`` and the synchronous ``psync``
+engine, logging every I/O (``write_lat_log`` + ``log_offset``).
 
 Why lanes of synchronous I/O: fio sleeps between timed iolog entries without reaping
 completions, so with an asynchronous engine and iodepth > 1 every I/O's completion latency
 would include those sleeps (measured here: 26 ms instead of 25 us for 4 KiB reads).  A
 synchronous job measures each I/O exactly; concurrency comes from the lanes.  The number
-of lanes is the trace's maximum number of requests in flight when it has latencies (at
-most 64), else 16; a lane whose previous I/O is still running delays its next one, which
-shows up as rate drift.  fio applies no delay before the first I/O of an iolog, so every
-timestamp is shifted by 1 ms.
+of lanes is the trace's maximum number of requests in flight when it has latencies, and
+at least 16 (at most 64).  A lane whose previous I/O is still running delays its next
+one, which shows up as rate drift.  fio applies no delay before the first I/O of an
+iolog, so every timestamp is shifted by 1 ms.
 
-Per window (on the trace's time axis) latency mean and p99 are over the window's requests,
-IOPS and bandwidth count the completions within the window's replay time.  The replay's
-request rate is compared with the trace's; a drift above 2 % is reported as a warning.
+Timing: fio waits for each iolog entry *relative to the previous issue*, so a lane that
+is late once stays late, and on a busy machine every wake-up from a sleep is late.
+Measured on this 2-core machine under a load average of 15: 200 entries 1 ms apart took
+0.66 s on one lane and 9.2 s on 16 fio threads.  So lanes are processes, not threads
+(threads serialise: 2.9 s instead of 9.2 s), and fio runs at real-time priority
+(``chrt --fifo``) when the process may (root): 0.20 s on 1 lane, 0.20 s on 16.  Without
+it the replay says so in a warning.
+
+Per window (on the trace's time axis) latency mean and p99 are over the window's requests
+(fio's per-I/O latency).  The replay's rate is counted over each window's own span: the
+window's requests took ``replay_span`` to issue where the trace took ``trace_span``, so
+``window_drift = trace_span / replay_span - 1`` and the served IOPS and bandwidth are the
+trace's offered ones times ``1 + window_drift``.  A window whose replay fell behind by
+more than :data:`SATURATION_DRIFT` is ``measured_saturated``.  Windows with fewer than
+:data:`MIN_SPAN_REQUESTS` requests (or a span under 20 ms: fio's log has millisecond
+timestamps) have no drift.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +48,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.fio.runner import run_fio
+from collectors.devices.reference import logical_block_size
+from collectors.fio.runner import fio_binary
 from collectors.safety import check_target
-from modeling.errors import InvalidInput, NoData
+from modeling.errors import FioError, InvalidInput, NoData
 from modeling.workload import MIB
 from traces.model import Trace, TraceChunk
 from traces.reader import open_trace
@@ -44,6 +61,10 @@ SHIFT_US = 1000
 DEFAULT_SIZE = 256 * MIB
 DEFAULT_LANES = 16
 MAX_LANES = 64
+SATURATION_DRIFT = 0.05
+MIN_SPAN_REQUESTS = 20
+MIN_SPAN_S = 0.02
+RT_PRIORITY = "20"
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+\-]+$")
 
 
@@ -133,18 +154,23 @@ def load_requests(trace: Trace, max_requests: int | None = None) -> TraceChunk:
 def max_outstanding(c: TraceChunk) -> int | None:
     """Most requests ever in flight at once, when the trace has latencies."""
     ok = ~np.isnan(c.latency_s)
-    if not ok.any():
-        return None
+    if not ok.any() or not np.any(c.latency_s[ok] > 0):
+        return None  # all-zero response times carry no latency: they cannot size the replay
     t = np.concatenate([c.time_s[ok], c.time_s[ok] + c.latency_s[ok]])
     step = np.concatenate([np.ones(ok.sum(), np.int64), -np.ones(ok.sum(), np.int64)])
     order = np.lexsort((step, t))  # a completion at the same instant goes first
     return int(np.cumsum(step[order]).max())
 
 
-def remap(c: TraceChunk, target_size: int) -> TraceChunk:
-    """Fit offsets into the target (offset mod usable size), aligned; sizes rounded up to 512."""
+def remap(c: TraceChunk, target_size: int, block: int = 512) -> TraceChunk:
+    """Fit offsets into the target (offset mod usable size), aligned to at least ``block``.
+
+    Sizes are rounded up to the alignment: direct I/O on a device with 4 KiB logical
+    sectors (zram) refuses anything smaller ("Invalid argument").
+    """
     size = ((c.size + 511) // 512) * 512
-    align = 4096 if not np.any(size % 4096) else 512
+    align = max(block, 4096 if not np.any(size % 4096) else 512)
+    size = (size + align - 1) // align * align
     keep = size <= target_size
     c, size = c.take(keep), size[keep]
     usable = max(target_size - int(size.max()), align)
@@ -179,34 +205,69 @@ def read_lat_log(path: Path) -> pd.DataFrame:
 def replay_windows(
     log: pd.DataFrame, trace_time_s: np.ndarray, window_s: float, speed: float
 ) -> pd.DataFrame:
-    """Per-window measured metrics on the trace's time axis.
+    """Per-window measured metrics on the trace's time axis (see the module docstring).
 
     ``trace_time_s[i]`` is the trace arrival time of the request of ``log`` row i: latency
-    is attributed to the window of the trace request, whatever the replay's
-    timing drift; IOPS and bandwidth count completions within the window's replay time.
+    is attributed to the window of the trace request, whatever the replay's timing drift.
     """
     lat_us = log["lat_ns"].to_numpy(np.float64) / 1e3
-    wid_req = np.floor(trace_time_s / window_s).astype(np.int64)
-    done_s = (log["time_ms"].to_numpy(np.float64) / 1e3 - SHIFT_US / 1e6) * speed
-    wid_done = np.floor(np.maximum(done_s, 0.0) / window_s).astype(np.int64)
+    issue_s = (log["time_ms"].to_numpy(np.float64) / 1e3 - log["lat_ns"].to_numpy(np.float64) / 1e9) * speed
+    wid = np.floor(trace_time_s / window_s).astype(np.int64)
     size = log["bs"].to_numpy(np.float64)
-    dur = window_s / speed
+    t_last = float(trace_time_s.max())
     rows = []
-    for k in np.unique(wid_req):
-        sel = wid_req == k
-        done = wid_done == k
+    for k in np.unique(wid):
+        sel = wid == k
+        n = int(sel.sum())
         lat = np.sort(lat_us[sel])
+        t = trace_time_s[sel]
+        trace_span = float(t.max() - t.min())
+        replay_span = float(issue_s[sel].max() - issue_s[sel].min())
+        drift = np.nan
+        if n >= MIN_SPAN_REQUESTS and trace_span >= MIN_SPAN_S and replay_span > 0:
+            drift = trace_span / replay_span - 1
+        # as the characterisation counts it: the trace's last window ends at its last arrival
+        dur = min(float(window_s), t_last - k * float(window_s)) if k == wid.max() else float(window_s)
+        dur = dur if dur > 0 else float(window_s)
+        served = 1 + drift if np.isfinite(drift) else np.nan
         rows.append(
             {
                 "window_start_s": round(k * float(window_s), 9),
-                "replay_requests": int(sel.sum()),
-                "iops": done.sum() / dur,
-                "bandwidth_mib_s": size[done].sum() / dur / MIB,
+                "replay_requests": n,
+                "window_drift": drift,
+                "measured_saturated": bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) else None,
+                "iops": n / dur * served,
+                "bandwidth_mib_s": size[sel].sum() / dur / MIB * served,
                 "latency_mean_us": float(lat.mean()),
                 "latency_p99_us": float(lat[int(np.ceil(0.99 * len(lat))) - 1]),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _fio_command(job_file: Path) -> tuple[list[str], str | None]:
+    """fio at real-time priority where allowed (see the module docstring), else plain, with why."""
+    cmd = [fio_binary(), "--output-format=json", str(job_file)]
+    chrt = shutil.which("chrt")
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and chrt:
+        return [chrt, "--fifo", RT_PRIORITY, *cmd], None
+    return cmd, (
+        "fio ran at normal priority (real-time needs root and chrt): timing may drift on a busy machine"
+    )
+
+
+def _run_replay_fio(job: str, tmp: Path, timeout: float) -> list[str]:
+    job_file = tmp / "replay.fio"
+    job_file.write_text(job)
+    cmd, why = _fio_command(job_file)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+    except subprocess.TimeoutExpired as exc:
+        raise FioError(f"fio did not finish the replay within {timeout:.0f} s") from exc
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise FioError(f"fio failed: {'; '.join(message[-3:]) or f'exit status {proc.returncode}'}")
+    return [why] if why else []
 
 
 def replay(
@@ -229,11 +290,11 @@ def replay(
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
     trace = open_trace(trace_path, fmt)
     target_size, warnings = _prepare_target(target, destroy_data, size)
-    c = remap(load_requests(trace, max_requests), target_size)
+    c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
     n = len(c)
     if lanes is None:
         depth = max_outstanding(c)
-        lanes = DEFAULT_LANES if depth is None else min(max(depth, 1), MAX_LANES)
+        lanes = DEFAULT_LANES if depth is None else min(max(depth, DEFAULT_LANES), MAX_LANES)
     lanes = min(lanes, n)
     with tempfile.TemporaryDirectory(prefix="ssdpredict-replay-") as tmp:
         job = ""
@@ -241,10 +302,10 @@ def replay(
             log = Path(tmp) / f"lane{lane}.iolog"
             write_iolog(c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]))
             job += (
-                f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\nthread=1\n"
+                f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
                 f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
             )
-        run_fio(job, timeout=timeout)
+        warnings += _run_replay_fio(job, Path(tmp), timeout)
         parts = []
         for lane in range(lanes):
             logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))
