@@ -254,6 +254,16 @@ class Characterizer:
         if not self.acc.n:
             raise NoData(f"{', '.join(self.info.paths) or 'trace'}: no read or write requests in the trace")
         windows = pd.concat(self._rows, ignore_index=True)
+        if self.acc.lat_n and self.acc.lat_sum <= 0:
+            # Response times that are all zero (an MSR field left empty, a capture without
+            # completions) carry no latency: not "measured latency 0".
+            self.info.latency_source = None
+            self.acc.lat_n, self.acc.lat_sum = 0, 0.0
+            windows["latency_mean_us"] = np.nan
+            windows["latency_p99_us"] = np.nan
+            windows["queue_depth_raw"] = np.nan
+            windows["qd_method"] = "none"
+            self.method = "none"
         return Characterization(self.info, windows, self._summary(windows))
 
     def _summary(self, windows: pd.DataFrame) -> dict[str, Any]:

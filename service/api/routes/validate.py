@@ -1,4 +1,4 @@
-"""Route: upload a trace, get per-window workload vectors, predictions and errors.
+"""Routes: upload a trace, get its per-window predictions (``predict-trace``) or errors (``validate``).
 
 Errors (predicted vs measured) are returned when the trace itself carries measured
 latency (blktrace/blkparse issue-completion pairs, MSR response times, a captured trace).
@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Form, UploadFile
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep
+from traces.openloop import METHODS
+from traces.predict import predict_upload
 from traces.reader import FORMATS
 from traces.validate import validate_upload
 
@@ -29,6 +31,7 @@ def validate_trace(
     format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
     window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
     window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
+    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
 ) -> dict[str, Any]:
     """Characterise an uploaded trace per window, predict each window and compare with measured values."""
     data = file.file.read(settings.max_upload_bytes + 1)
@@ -40,6 +43,35 @@ def validate_trace(
         fmt=format,
         window_s=window_s,
         window_requests=window_requests,
+        max_bytes=settings.max_upload_bytes,
+        registry=registry,
+        method=method,
+    )
+
+
+@router.post("/v1/devices/{device}/predict-trace", tags=["traces"])
+def predict_trace(
+    device: DeviceDep,
+    datadir: DataDirDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
+    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
+    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
+    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
+    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+) -> dict[str, Any]:
+    """What an uploaded trace's load does on the device, per window: offered load, latency, saturation."""
+    data = file.file.read(settings.max_upload_bytes + 1)
+    return predict_upload(
+        datadir,
+        device,
+        data,
+        filename=file.filename or "",
+        fmt=format,
+        window_s=window_s,
+        window_requests=window_requests,
+        method=method,
         max_bytes=settings.max_upload_bytes,
         registry=registry,
     )
