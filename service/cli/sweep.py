@@ -68,6 +68,9 @@ def sweep(
     sizes: str | None = typer.Option(None, help="value list, e.g. 4k,64k"),
     randomness: str | None = typer.Option(None, help="value list, e.g. 0,1"),
     numjobs: str | None = typer.Option(None, help="value list, e.g. 1,4"),
+    open_loop: str | None = typer.Option(
+        None, "--open-loop", help="after the sweep, Poisson-arrival points at these fractions of each "
+        "mix's measured capacity, e.g. 0.1,0.3,0.6,0.9 (trace predictions learn light-load latency)"),
     json_output: bool = typer.Option(False, "--json", help="print the sweep as JSON"),
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
@@ -112,6 +115,9 @@ def sweep(
             "controller": raid_controller, "vendor": raid_vendor}
     if device_class != "raid" and any(raid.values()):
         raise InvalidInput("--raid-* options need --class raid")
+    fractions = _list(open_loop, float, "open-loop")
+    if fractions and (remote or nvmeof):
+        raise InvalidInput("--open-loop measures a local target only")
     if not json_output:
         console.print(f"plan {the_plan.name}: {len(the_plan)} points x {repeats} repeat(s) on "
                       f"{target or 'NVMe-oF ' + str(nvmeof_nqn)}, runtime {runtime}")
@@ -130,10 +136,24 @@ def sweep(
 
         result = run_sweep(data, device, the_plan, settings, device_class=device_class,
                            progress=advance, raid=raid if device_class == "raid" else None)
+        if fractions:
+            from collectors.fio.jobs import JobSettings, parse_duration_ms, size_option
+            from collectors.openloop import measure_open_loop
+
+            job = JobSettings(target=result.target or target, engine=result.info.get("engine") or "libaio",
+                              size=size_option(size), offset=size_option(offset),
+                              runtime_ms=parse_duration_ms(runtime), ramp_ms=parse_duration_ms(ramp))
+            ol_task = bar.add_task("open-loop points", total=None)
+
+            def ol_advance(done: int, total: int) -> None:
+                bar.update(ol_task, completed=done, total=total)
+
+            ol = measure_open_loop(data, device, job, fractions=fractions, progress=ol_advance)
     summary = {"device": device, "sweep_id": result.id, "status": result.status,
                "points": result.n_points, "planned": result.n_planned, "plan": the_plan.name,
                "engine": result.info.get("engine"), "target": result.target,
-               "repeat_cv": result.info.get("repeat_cv")}
+               "repeat_cv": result.info.get("repeat_cv"),
+               "open_loop_sweep_id": ol.id if fractions else None}
     if json_output:
         print_json(summary)
         return

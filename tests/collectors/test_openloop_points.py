@@ -1,0 +1,99 @@
+"""Open-loop sweep points: real fio with Poisson arrivals at fractions of the measured capacity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collectors.fio.jobs import JobSettings
+from collectors.openloop import build_open_loop_job, measure_open_loop, open_loop_plan
+from modeling.errors import InvalidInput, NoData
+from modeling.fit import training_rows
+from modeling.store import DataDir
+from modeling.workload import Workload
+from tests.traces.fake_devices import FakeMMcDevice
+from traces.predict import device_source
+from traces.utilisation import learn_correction
+
+
+def _closed_rows() -> list[dict[str, float]]:
+    rows = []
+    for wr in (0.0, 1.0):
+        for qd in (1, 4, 16):
+            iops = min(qd, 4) * 1000.0 * (1 - 0.5 * wr)
+            rows.append(dict(write_ratio=wr, queue_depth=qd, request_size=4096, randomness=1.0, numjobs=1,
+                             iops=iops, bandwidth_mib_s=iops * 4096 / 2**20, latency_mean_us=qd / iops * 1e6,
+                             latency_p99_us=qd / iops * 3e6))
+    return rows
+
+
+def test_plan_takes_each_mix_capacity() -> None:
+    plan = open_loop_plan(pd.DataFrame(_closed_rows()), fractions=(0.1, 0.5))
+    assert [(w.write_ratio, w.queue_depth, rate) for w, rate in plan] == [
+        (0.0, 64, 400), (0.0, 64, 2000), (1.0, 64, 200), (1.0, 64, 1000)
+    ]
+    with pytest.raises(InvalidInput):
+        open_loop_plan(pd.DataFrame(_closed_rows()), fractions=())
+    with pytest.raises(NoData):
+        open_loop_plan(pd.DataFrame())
+
+
+def test_job_has_poisson_rate_from_the_whitelist(tmp_path: Path) -> None:
+    w = Workload(write_ratio=0.3, queue_depth=64, request_size=4096, randomness=1.0)
+    job = build_open_loop_job(w, 1234, JobSettings(target=str(tmp_path / "t.img")))
+    assert "rate_iops=1234\n" in job and "rate_process=poisson\n" in job and "iodepth=64\n" in job
+
+
+def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
+    tmp_path: Path, fio_available: str
+) -> None:
+    d = DataDir(tmp_path / "home")
+    d.catalog.ensure_device("dev")
+    d.catalog.add_measurements("dev", _closed_rows()[:3])  # reads only: one mix, capacity 4000
+    target = tmp_path / "t.img"
+    target.write_bytes(np.random.default_rng(0).integers(0, 256, 16 << 20, dtype=np.uint8).tobytes())
+    job = JobSettings(target=str(target), engine="libaio", size=16 << 20, runtime_ms=1000)
+    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25))
+    assert sweep.source == "open-loop" and sweep.n_points == 2
+    frame = d.catalog.measurements("dev")
+    ol = frame[np.isfinite(frame["offered_iops"])]
+    assert sorted(ol["offered_iops"]) == [400.0, 1000.0]
+    # Poisson arrivals at a rate far below the file's capacity are served at that rate
+    assert ol["iops"].to_numpy() == pytest.approx(ol["offered_iops"].to_numpy(), rel=0.25)
+    assert (ol["queue_depth"] == 64).all() and (ol["latency_mean_us"] > 0).all()
+    assert frame["offered_iops"].isna().sum() == 3
+    _, _, clean = training_rows(frame.iloc[[0, 1, 2, 0, 1, 2, 3, 4]].reset_index(drop=True).pipe(
+        lambda f: pd.concat([f] * 2, ignore_index=True)))
+    assert clean["offered_iops"].isna().all()
+
+
+def test_correction_is_measured_over_predicted_at_the_points_utilisation() -> None:
+    mu = 10_000.0
+    dev = FakeMMcDevice(mu, 1)
+    base = dict(write_ratio=0.0, queue_depth=64, request_size=4096, randomness=1.0, numjobs=1)
+    # measured: twice the M/M/1 mean at 10 % load (a cold path), equal to it at 50 %
+    pts = pd.DataFrame([
+        {**base, "offered_iops": 1000.0, "latency_mean_us": 2e6 / (mu - 1000), "latency_p99_us": 1e9},
+        {**base, "offered_iops": 5000.0, "latency_mean_us": 1e6 / (mu - 5000), "latency_p99_us": 1e9},
+    ])
+    corr = learn_correction(dev, pts, [(1, 1), (2, 1)])
+    assert corr is not None
+    win = pd.DataFrame([base] * 4)
+    mean_f, _ = corr.factors(win, np.array([0.05, 0.1, 0.3, 1.2]))
+    # clamped, measured, interpolated on the log scale, saturated
+    assert mean_f == pytest.approx([2.0, 2.0, 2**0.5, 1.0])
+
+
+def test_trace_prediction_uses_the_open_loop_points(tmp_path: Path) -> None:
+    d = DataDir(tmp_path / "home")
+    d.catalog.ensure_device("dev")
+    d.catalog.add_measurements("dev", _closed_rows())
+    src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
+    assert src.correction is None and src.loads == [(1, 1), (4, 1), (16, 1)] and src.notes
+    row = {**_closed_rows()[0], "queue_depth": 64, "offered_iops": 400.0, "latency_mean_us": 2000.0}
+    d.catalog.add_measurements("dev", [row])
+    src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
+    assert src.correction is not None and not src.notes
