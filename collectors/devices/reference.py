@@ -84,18 +84,24 @@ def _make_zram(size: int) -> Reference:
         (SYS / "class" / "zram-control" / "hot_remove").write_text(str(index))
         raise
     path = f"/dev/zram{index}"
+    _fill(path, size)
     return Reference("zram", path, size, logical_block_size(path), note="zram: RAM, 4 KiB sectors, CPU-bound")
+
+
+def _fill(path: str | Path, size: int) -> None:
+    """Write incompressible data over the whole span: reads of never-written zram pages or file
+    holes return zeros without touching the device, which would measure nothing."""
+    block = os.urandom(MIB)
+    with open(path, "r+b" if Path(path).exists() else "wb") as fh:
+        for _ in range(size // MIB):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _make_loop(size: int) -> Reference:
     backing = Path("/dev/shm") / f"{PREFIX}{os.getpid()}-{os.urandom(3).hex()}.img"
-    with open(backing, "wb") as fh:
-        fh.truncate(size)
-    # written for real: reads of holes would not reach the loop device's backing pages
-    with open(backing, "r+b") as fh:
-        block = os.urandom(MIB)
-        for _ in range(size // MIB):
-            fh.write(block)
+    _fill(backing, size)
     try:
         out = subprocess.run(
             ["losetup", "--find", "--show", str(backing)],
@@ -113,10 +119,7 @@ def _make_loop(size: int) -> Reference:
 
 def _make_file(size: int, why: str) -> Reference:
     path = Path("/var/tmp") / f"{PREFIX}{os.getpid()}-{os.urandom(3).hex()}.img"
-    with open(path, "wb") as fh:
-        block = os.urandom(MIB)
-        for _ in range(size // MIB):
-            fh.write(block)
+    _fill(path, size)
     note = f"scratch file on this machine's disk, as noisy as the disk ({why})"
     return Reference("file", str(path), size, 512, note=note)
 
