@@ -53,12 +53,14 @@ from traces.validate import compare  # noqa: E402
 
 TESTDATA = ROOT / "tests" / "data" / "traces"
 DEVICE = "reference"
+# psync with numjobs as the parallelism: trace replay issues each in-flight request from its
+# own synchronous job, so that is the path whose curve predicts what a replay measures
 PLANS: dict[str, dict[str, Any]] = {
-    "quick": {"write_ratios": "0,1", "sizes": "4k,16k", "queue_depths": "1,4,16", "numjobs": "1,2",
+    "quick": {"write_ratios": "0,1", "sizes": "4k,16k", "queue_depths": "1", "numjobs": "1,2,4,8,16",
               "runtime": "1s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096)],
               "synthetic_s": 1.0, "synthetic_window": 0.5, "repeats": 2, "wsrch_s": 10.0, "budget": 10},
-    "full": {"write_ratios": "0,0.4,1", "sizes": "4k,16k,64k", "queue_depths": "1,2,4,16", "numjobs": "1,2,4",
-             "runtime": "2s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096), (0.3, 16384)],
+    "full": {"write_ratios": "0,0.4,1", "sizes": "4k,16k,64k", "queue_depths": "1",
+             "numjobs": "1,2,4,8,16,32", "runtime": "2s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096), (0.3, 16384)],
              "synthetic_s": 2.0, "synthetic_window": 0.5, "repeats": 3, "wsrch_s": 60.0, "budget": 30},
 }
 
@@ -131,7 +133,7 @@ def _fmt(v: Any, pct: bool = True) -> str:
     return f"{v * 100:5.1f}%" if pct else str(v)
 
 
-def run(quick: bool, out: Path, size_mib: int = 256) -> None:
+def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None:
     """The whole benchmark (see the module docstring)."""
     plan = PLANS["quick" if quick else "full"]
     t_start = time.time()
@@ -145,8 +147,8 @@ def run(quick: bool, out: Path, size_mib: int = 256) -> None:
         env = _fio_wrapper(home)
         _cli(home, env, "sweep", "--device", DEVICE, "--target", ref.path, "--destroy-data", "--plan", "grid",
              "--write-ratios", plan["write_ratios"], "--sizes", plan["sizes"], "--queue-depths",
-             plan["queue_depths"], "--numjobs", plan["numjobs"], "--randomness", "1", "--runtime",
-             plan["runtime"], "--size", f"{size_mib - 16}MiB", "--open-loop", plan["open_loop"])
+             plan["queue_depths"], "--numjobs", plan["numjobs"], "--randomness", "1", "--engine", "psync",
+             "--runtime", plan["runtime"], "--size", f"{size_mib - 16}MiB", "--open-loop", plan["open_loop"])
         print(f"  swept (closed loop + open-loop points) in {time.time() - t_start:.0f} s")
         _cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", str(plan["budget"]))
         print(f"  trained at {time.time() - t_start:.0f} s")
@@ -197,7 +199,10 @@ def run(quick: bool, out: Path, size_mib: int = 256) -> None:
         print(f"  done in {time.time() - t_start:.0f} s; results in {out / 'reference.json'}")
     finally:
         destroy_reference(datadir, ref.path)
-        shutil.rmtree(home, ignore_errors=True)
+        if keep:
+            print(f"  data directory kept: {home}")
+        else:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":
@@ -205,6 +210,7 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the data directory (sweep and model)")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-trace-reference")
     a = ap.parse_args()
-    run(a.quick, a.out)
+    run(a.quick, a.out, keep=a.keep)

@@ -3,17 +3,27 @@
 A closed-loop sweep keeps ``iodepth x numjobs`` requests in flight; it cannot show what
 sparse arrivals meet (a cold I/O path: on a loop device over tmpfs, 71 us at 400 IO/s
 Poisson against 37 us at QD1).  After a device's closed-loop sweep, this runs, per
-measured workload mix (write ratio, sizes, randomness), fio with ``rate_iops=N`` and
-``rate_process=poisson`` at ``iodepth`` 64 (high enough not to cap the arrivals) for each
-fraction of that mix's measured capacity (the most IO/s any of its closed-loop points
-reached), and stores the points as one sweep (source ``open-loop``) with the offered rate in
-the ``offered_iops`` column.  Closed-loop rows have no such column (NaN), and training
-leaves open-loop rows out: their IOPS is the offered rate, not the device's.
+measured workload mix (write ratio, sizes, randomness), fio with ``rate_process=poisson``
+for each fraction of that mix's measured capacity (the most IO/s any of its closed-loop
+points reached), and stores the points as one sweep (source ``open-loop``) with the offered
+rate in the ``offered_iops`` column.
+
+The arrivals come from :data:`LANES` synchronous (``psync``) jobs, each at ``rate / LANES``
+(fio's ``rate_iops`` is per job; the superposition of Poisson streams is Poisson).  Not one
+asynchronous job at a high iodepth: between rate-limited submissions fio sleeps without
+reaping completions, so an asynchronous job's latency includes those sleeps (measured on
+zram: 52 us at 2,000 IO/s and 197 us at 20,000 IO/s for I/O that takes 5-10 us).  A
+synchronous job measures each I/O exactly, and it is how ``trace replay`` issues a trace,
+so the points and the replays that validate predictions measure the same thing.
+
+Closed-loop rows have no ``offered_iops`` (NaN), and training leaves open-loop rows out:
+their IOPS is the offered rate, not the device's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +38,7 @@ from modeling.workload import Workload
 
 OFFERED = "offered_iops"
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
-IODEPTH = 64
+LANES = 16
 MIX_FIELDS = (
     "write_ratio",
     "request_size",
@@ -51,7 +61,7 @@ def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def open_loop_plan(
     frame: pd.DataFrame, fractions: Sequence[float] = FRACTIONS, max_mixes: int | None = None
 ) -> list[tuple[Workload, int]]:
-    """``(workload at iodepth 64, offered IO/s)`` per measured mix and fraction of its capacity."""
+    """``(workload of LANES psync jobs, offered IO/s)`` per measured mix and fraction of its capacity."""
     if not fractions or not all(0 < f < 1.5 for f in fractions):
         raise InvalidInput("open-loop fractions must be between 0 and 1.5 of the capacity")
     closed = closed_loop_rows(frame)
@@ -71,16 +81,17 @@ def open_loop_plan(
         fields = {f: mix[f] for f in MIX_FIELDS}
         for k in ("request_size", "read_size", "write_size"):
             fields[k] = int(fields[k])
-        w = Workload(queue_depth=IODEPTH, numjobs=1, **fields)
+        w = Workload(queue_depth=1, numjobs=LANES, **fields)
         for frac in fractions:
             plan.append((w, max(int(round(frac * float(mix["iops"]))), 1)))
     return plan
 
 
 def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings) -> str:
-    """The job file of one open-loop point: the workload with Poisson arrivals at ``rate_iops``."""
-    options = {**workload_options(workload), "rate_iops": str(rate_iops), "rate_process": "poisson"}
-    return render_job(global_options(settings), {"openloop": options})
+    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs."""
+    per_job = max(int(round(rate_iops / workload.numjobs)), 1)
+    options = {**workload_options(workload), "rate_iops": str(per_job), "rate_process": "poisson"}
+    return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
 
 
 def measure_open_loop(
@@ -107,11 +118,11 @@ def measure_open_loop(
         doc = load_fio_json(text, source="open-loop point")
         row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
         row.update(effective_workload(workload).as_row())
-        row[OFFERED] = float(rate)
-        row["engine"] = settings.engine
+        row[OFFERED] = float(max(int(round(rate / workload.numjobs)), 1) * workload.numjobs)
+        row["engine"] = "psync"
         rows.append(row)
         raws.append(text)
         if progress:
             progress(i + 1, len(plan))
-    info = {"kind": "open-loop", "fractions": list(fractions), "iodepth": IODEPTH}
+    info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync"}
     return datadir.catalog.add_measurements(device, rows, source="open-loop", info=info, raws=raws)

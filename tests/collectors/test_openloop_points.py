@@ -32,8 +32,8 @@ def _closed_rows() -> list[dict[str, float]]:
 
 def test_plan_takes_each_mix_capacity() -> None:
     plan = open_loop_plan(pd.DataFrame(_closed_rows()), fractions=(0.1, 0.5))
-    assert [(w.write_ratio, w.queue_depth, rate) for w, rate in plan] == [
-        (0.0, 64, 400), (0.0, 64, 2000), (1.0, 64, 200), (1.0, 64, 1000)
+    assert [(w.write_ratio, w.numjobs, rate) for w, rate in plan] == [
+        (0.0, 16, 400), (0.0, 16, 2000), (1.0, 16, 200), (1.0, 16, 1000)
     ]
     with pytest.raises(InvalidInput):
         open_loop_plan(pd.DataFrame(_closed_rows()), fractions=())
@@ -42,9 +42,10 @@ def test_plan_takes_each_mix_capacity() -> None:
 
 
 def test_job_has_poisson_rate_from_the_whitelist(tmp_path: Path) -> None:
-    w = Workload(write_ratio=0.3, queue_depth=64, request_size=4096, randomness=1.0)
-    job = build_open_loop_job(w, 1234, JobSettings(target=str(tmp_path / "t.img")))
-    assert "rate_iops=1234\n" in job and "rate_process=poisson\n" in job and "iodepth=64\n" in job
+    w = Workload(write_ratio=0.3, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0)
+    job = build_open_loop_job(w, 1600, JobSettings(target=str(tmp_path / "t.img")))
+    assert "rate_iops=100\n" in job and "rate_process=poisson\n" in job and "numjobs=16\n" in job
+    assert "ioengine=psync\n" in job
 
 
 def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
@@ -60,10 +61,11 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     assert sweep.source == "open-loop" and sweep.n_points == 2
     frame = d.catalog.measurements("dev")
     ol = frame[np.isfinite(frame["offered_iops"])]
-    assert sorted(ol["offered_iops"]) == [400.0, 1000.0]
+    assert sorted(ol["offered_iops"]) == [400.0, 992.0]  # 16 jobs of 25 and of 62 IO/s
     # Poisson arrivals at a rate far below the file's capacity are served at that rate
     assert ol["iops"].to_numpy() == pytest.approx(ol["offered_iops"].to_numpy(), rel=0.25)
-    assert (ol["queue_depth"] == 64).all() and (ol["latency_mean_us"] > 0).all()
+    assert (ol["numjobs"] == 16).all() and (ol["engine"] == "psync").all()
+    assert (ol["latency_mean_us"] > 0).all()
     assert frame["offered_iops"].isna().sum() == 3
     _, _, clean = training_rows(frame.iloc[[0, 1, 2, 0, 1, 2, 3, 4]].reset_index(drop=True).pipe(
         lambda f: pd.concat([f] * 2, ignore_index=True)))
@@ -73,7 +75,7 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
 def test_correction_is_measured_over_predicted_at_the_points_utilisation() -> None:
     mu = 10_000.0
     dev = FakeMMcDevice(mu, 1)
-    base = dict(write_ratio=0.0, queue_depth=64, request_size=4096, randomness=1.0, numjobs=1)
+    base = dict(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0, numjobs=16)
     # measured: twice the M/M/1 mean at 10 % load (a cold path), equal to it at 50 %
     pts = pd.DataFrame([
         {**base, "offered_iops": 1000.0, "latency_mean_us": 2e6 / (mu - 1000), "latency_p99_us": 1e9},
@@ -93,7 +95,7 @@ def test_trace_prediction_uses_the_open_loop_points(tmp_path: Path) -> None:
     d.catalog.add_measurements("dev", _closed_rows())
     src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
     assert src.correction is None and src.loads == [(1, 1), (4, 1), (16, 1)] and src.notes
-    row = {**_closed_rows()[0], "queue_depth": 64, "offered_iops": 400.0, "latency_mean_us": 2000.0}
+    row = {**_closed_rows()[0], "numjobs": 16, "offered_iops": 400.0, "latency_mean_us": 2000.0}
     d.catalog.add_measurements("dev", [row])
     src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
     assert src.correction is not None and not src.notes
