@@ -60,7 +60,8 @@ PLANS: dict[str, dict[str, Any]] = {
               "runtime": "1s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096)],
               "synthetic_s": 1.0, "synthetic_window": 0.5, "repeats": 2, "wsrch_s": 10.0, "budget": 10},
     "full": {"write_ratios": "0,0.4,1", "sizes": "4k,16k,64k", "queue_depths": "1",
-             "numjobs": "1,2,4,8,16,32", "runtime": "2s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096), (0.3, 16384)],
+             "numjobs": "1,2,4,8,16,32", "runtime": "2s", "open_loop": "0.1,0.3,0.6,0.9",
+             "mixes": [(0.0, 4096), (0.3, 16384)],
              "synthetic_s": 2.0, "synthetic_window": 0.5, "repeats": 3, "wsrch_s": 60.0, "budget": 30},
 }
 
