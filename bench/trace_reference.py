@@ -54,14 +54,17 @@ from traces.validate import compare  # noqa: E402
 TESTDATA = ROOT / "tests" / "data" / "traces"
 DEVICE = "reference"
 # psync with numjobs as the parallelism: trace replay issues each in-flight request from its
-# own synchronous job, so that is the path whose curve predicts what a replay measures
+# own synchronous job, so that is the path whose curve predicts what a replay measures.
+# The synthetic traces use large requests: zram serves 4 KiB in a few microseconds, at rates
+# (hundreds of thousands of IO/s) that no timed replay reaches, while 256 KiB-1 MiB requests
+# take 20-200 us of CPU, so 20-120 % of the capacity is replayable and queueing shows.
 PLANS: dict[str, dict[str, Any]] = {
-    "quick": {"write_ratios": "0,1", "sizes": "4k,16k", "queue_depths": "1", "numjobs": "1,2,4,8,16",
-              "runtime": "1s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 4096)],
+    "quick": {"write_ratios": "0,1", "sizes": "4k,16k,1m", "queue_depths": "1", "numjobs": "1,2,4,8,16",
+              "runtime": "1s", "open_loop": "0.1,0.3,0.6,0.9", "mixes": [(0.0, 1 << 20)],
               "synthetic_s": 1.0, "synthetic_window": 0.5, "repeats": 2, "wsrch_s": 10.0, "budget": 10},
-    "full": {"write_ratios": "0,0.4,1", "sizes": "4k,16k,64k", "queue_depths": "1",
+    "full": {"write_ratios": "0,0.4,1", "sizes": "4k,16k,256k,1m", "queue_depths": "1",
              "numjobs": "1,2,4,8,16,32", "runtime": "2s", "open_loop": "0.1,0.3,0.6,0.9",
-             "mixes": [(0.0, 4096), (0.3, 16384)],
+             "mixes": [(0.0, 1 << 20), (0.4, 256 << 10)],
              "synthetic_s": 2.0, "synthetic_window": 0.5, "repeats": 3, "wsrch_s": 60.0, "budget": 30},
 }
 
@@ -107,7 +110,7 @@ def noise_floor(trace: Path, target: str, window_s: float, repeats: int) -> dict
     return out
 
 
-def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float) -> dict[str, Any]:
+def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: Path) -> dict[str, Any]:
     """One replay of ``trace``, both methods compared with it."""
     rep = replay(trace, target, destroy_data=True, window_s=window_s)
     row: dict[str, Any] = {"trace": trace.stem, "requests": rep.requests, "drift": rep.drift,
@@ -115,6 +118,7 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float) -> dic
     for method in ("open-loop", "trace-qd"):
         pred, _ = predict_trace(datadir, DEVICE, trace, window_s=window_s, method=method)
         df, summary = compare(pred, rep.windows)
+        df.to_csv(out / f"{trace.stem}.{method}.csv", index=False)
         err = summary["errors"]
         tag = "ol" if method == "open-loop" else "qd"
         row[f"{tag}_mean"] = err["latency_mean_us"]["unsaturated"]["mre"]
@@ -182,7 +186,7 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
         print(f"  {'trace':26s} {'win':>4s} {'unsat':>5s} {'drift':>7s} {'worst':>6s} {'peak u':>6s}"
               f"  {'OL mean':>7s} {'OL p99':>7s}  {'QD mean':>7s} {'QD p99':>7s}  saturation (pred/meas)")
         for path, window_s in traces:
-            r = evaluate(datadir, path, ref.path, window_s)
+            r = evaluate(datadir, path, ref.path, window_s, out)
             rows.append(r)
             print(f"  {r['trace'][:26]:26s} {r['windows']:4d} {r['unsaturated']:5d} {r['drift'] * 100:+6.1f}%"
                   f" {_fmt(r['worst_window_drift'])} {r['utilisation'] * 100:5.0f}%  {_fmt(r['ol_mean']):>7s}"

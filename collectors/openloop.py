@@ -5,7 +5,8 @@ sparse arrivals meet (a cold I/O path: on a loop device over tmpfs, 71 us at 400
 Poisson against 37 us at QD1).  After a device's closed-loop sweep, this runs, per
 measured workload mix (write ratio, sizes, randomness), fio with ``rate_process=poisson``
 for each fraction of that mix's measured capacity (the most IO/s any of its closed-loop
-points reached), and stores the points as one sweep (source ``open-loop``) with the offered
+points reached), plus the light rates of :data:`LIGHT_RATES` where they are well below the
+smallest fraction, and stores the points as one sweep (source ``open-loop``) with the offered
 rate in the ``offered_iops`` column.
 
 The arrivals come from :data:`LANES` synchronous (``psync``) jobs, each at ``rate / LANES``
@@ -38,6 +39,7 @@ from modeling.workload import Workload
 
 OFFERED = "offered_iops"
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
+LIGHT_RATES = (200, 2000)
 LANES = 16
 MIX_FIELDS = (
     "write_ratio",
@@ -82,8 +84,11 @@ def open_loop_plan(
         for k in ("request_size", "read_size", "write_size"):
             fields[k] = int(fields[k])
         w = Workload(queue_depth=1, numjobs=LANES, **fields)
-        for frac in fractions:
-            plan.append((w, max(int(round(frac * float(mix["iops"]))), 1)))
+        rates = [max(int(round(frac * float(mix["iops"]))), LANES) for frac in fractions]
+        # a fast device's 10 % is still tens of thousands of IO/s: sparse arrivals, where the
+        # cold I/O path shows, need their own points
+        light = [r for r in LIGHT_RATES if r < 0.5 * min(rates)]
+        plan += [(w, rate) for rate in light + rates]
     return plan
 
 

@@ -32,9 +32,12 @@ def _closed_rows() -> list[dict[str, float]]:
 
 def test_plan_takes_each_mix_capacity() -> None:
     plan = open_loop_plan(pd.DataFrame(_closed_rows()), fractions=(0.1, 0.5))
+    # the light 200 IO/s point is added under half the smallest fraction's rate only
     assert [(w.write_ratio, w.numjobs, rate) for w, rate in plan] == [
         (0.0, 16, 400), (0.0, 16, 2000), (1.0, 16, 200), (1.0, 16, 1000)
     ]
+    fast = pd.DataFrame([{**_closed_rows()[2], "iops": 100_000.0}])
+    assert [rate for _, rate in open_loop_plan(fast, fractions=(0.1,))] == [200, 2000, 10_000]
     with pytest.raises(InvalidInput):
         open_loop_plan(pd.DataFrame(_closed_rows()), fractions=())
     with pytest.raises(NoData):
