@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,9 @@ from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.store.records import Sweep
 from modeling.workload import Workload
+
+if TYPE_CHECKING:
+    from collectors.sweep_settings import SweepSettings
 
 OFFERED = "offered_iops"
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
@@ -131,3 +135,30 @@ def measure_open_loop(
             progress(i + 1, len(plan))
     info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync"}
     return datadir.catalog.add_measurements(device, rows, source="open-loop", info=info, raws=raws)
+
+
+def measure_after_sweep(
+    datadir: DataDir,
+    device: str,
+    sweep: Sweep,
+    settings: SweepSettings,
+    fractions: Sequence[float],
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """The open-loop points of a finished closed-loop sweep, on its target with its span and timing."""
+    if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
+        raise InvalidInput("open-loop points are measured on a local target only (not remote, NVMe-oF, CSD)")
+    from collectors.fio.runner import run_fio
+    from collectors.safety import check_target
+
+    target = sweep.target or settings.target
+    info = check_target(target, settings.destroy_data)
+    size = settings.size_bytes
+    if info.kind != "file":
+        size = min(size, info.size - settings.offset_bytes)
+    job = JobSettings(
+        target=info.path, engine="psync", size=size, offset=settings.offset_bytes,
+        runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms,
+    )
+    runner = partial(run_fio, binary=settings.fio)
+    return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress)

@@ -31,6 +31,10 @@ class Settings(BaseSettings):
         le=256,
         description="BLAS threads per server process (predictions parallelise by row blocks instead)",
     )
+    fio: str | None = Field(default=None, description="path of the fio binary (default: fio on PATH)")
+    spdk_plugin: str | None = Field(
+        default=None, description="SPDK's fio plugin (build/fio/spdk_nvme) for --engine spdk"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 
@@ -38,6 +42,11 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("fio", "spdk_plugin")
+    @classmethod
+    def _empty_path_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("api_token")
     @classmethod

@@ -260,9 +260,9 @@ def replay_windows(
     return pd.DataFrame(rows)
 
 
-def _fio_command(job_file: Path) -> tuple[list[str], str | None]:
+def _fio_command(job_file: Path, fio: str | None = None) -> tuple[list[str], str | None]:
     """fio at real-time priority where allowed (see the module docstring), else plain, with why."""
-    cmd = [fio_binary(), "--output-format=json", str(job_file)]
+    cmd = [fio_binary(fio), "--output-format=json", str(job_file)]
     chrt = shutil.which("chrt")
     if hasattr(os, "geteuid") and os.geteuid() == 0 and chrt:
         return [chrt, "--fifo", RT_PRIORITY, *cmd], None
@@ -271,10 +271,10 @@ def _fio_command(job_file: Path) -> tuple[list[str], str | None]:
     )
 
 
-def _run_replay_fio(job: str, tmp: Path, timeout: float) -> list[str]:
+def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None) -> list[str]:
     job_file = tmp / "replay.fio"
     job_file.write_text(job)
-    cmd, why = _fio_command(job_file)
+    cmd, why = _fio_command(job_file, fio)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
     except subprocess.TimeoutExpired as exc:
@@ -297,8 +297,9 @@ def replay(
     size: int = DEFAULT_SIZE,
     max_requests: int | None = None,
     timeout: float = 3600.0,
+    fio: str | None = None,
 ) -> ReplayResult:
-    """Replay a trace on ``target`` with fio; see the module docstring."""
+    """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH)."""
     if not 0.01 <= speed <= 100:
         raise InvalidInput("speed must be between 0.01 and 100")
     if lanes is not None and not 1 <= lanes <= MAX_LANES:
@@ -320,7 +321,7 @@ def replay(
                 f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
                 f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
             )
-        warnings += _run_replay_fio(job, Path(tmp), timeout)
+        warnings += _run_replay_fio(job, Path(tmp), timeout, fio)
         parts = []
         for lane in range(lanes):
             logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))

@@ -137,6 +137,7 @@ def validate_trace(
     registry: ModelRegistry | None = None,
     lanes: int | None = None,
     method: str = "open-loop",
+    fio: str | None = None,
 ) -> ValidationReport:
     """Predict every window of a trace on ``device`` and compare with measurements."""
     prediction, char = predict_trace(
@@ -153,7 +154,8 @@ def validate_trace(
         from traces.replay import replay
 
         result = replay(
-            path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes
+            path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
+            fio=fio,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}

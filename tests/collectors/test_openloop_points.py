@@ -102,3 +102,29 @@ def test_trace_prediction_uses_the_open_loop_points(tmp_path: Path) -> None:
     d.catalog.add_measurements("dev", [row])
     src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
     assert src.correction is not None and not src.notes
+
+
+def test_sweep_cli_open_loop_option(
+    tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from service.cli.main import app
+    from service.config import get_settings
+
+    monkeypatch.setenv("SSDPREDICT_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    args = ["sweep", "--device", "f", "--target", str(tmp_path / "t.img"), "--size", "16MiB",
+            "--plan", "grid", "--write-ratios", "0", "--queue-depths", "1,4", "--sizes", "4k",
+            "--randomness", "1", "--runtime", "500ms", "--open-loop", "0.2", "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["open_loop_sweep_id"] is not None
+    frame = DataDir(tmp_path / "home").catalog.measurements("f")
+    ol = frame[np.isfinite(frame["offered_iops"])]
+    assert len(ol) >= 1 and (ol["engine"] == "psync").all()
+    res = CliRunner().invoke(app, [*args[:-3], "--open-loop", "2", "--json"])
+    assert res.exit_code == 2 and "fractions" in res.output
