@@ -126,6 +126,10 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
         row["unsaturated"] = err["latency_mean_us"]["unsaturated"]["n"]
         row["windows"] = int((~df["too_short"]).sum())
         if method == "open-loop":
+            from traces.plot import plot_validation
+
+            title = f"reference device, {trace.name}"
+            plot_validation(df, out / f"{trace.stem}.png", title=title, summary=summary)
             sat = summary["saturation"] or {}
             row.update(sat_agree=sat.get("agree"), sat_pred=sat.get("predicted"),
                        sat_meas=sat.get("measured"), utilisation=float(df["utilisation"].max()))
@@ -140,6 +144,8 @@ def _fmt(v: Any, pct: bool = True) -> str:
 
 def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None:
     """The whole benchmark (see the module docstring)."""
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)  # progress shows when redirected to a file
     plan = PLANS["quick" if quick else "full"]
     t_start = time.time()
     out.mkdir(parents=True, exist_ok=True)

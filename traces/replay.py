@@ -14,7 +14,9 @@ synchronous job measures each I/O exactly; concurrency comes from the lanes.  Th
 of lanes is the trace's maximum number of requests in flight when it has latencies, and
 at least 16 (at most 64).  A lane whose previous I/O is still running delays its next
 one, which shows up as rate drift.  fio applies no delay before the first I/O of an
-iolog, so every timestamp is shifted by 1 ms.
+iolog, whatever its timestamp, so each lane's log starts with a 4 KiB read at time 1 us (left
+out of the results) and the trace's timestamps follow, shifted by 1 ms: otherwise a lane
+whose first request comes late in the trace would run early by that much.
 
 Timing: fio waits for each iolog entry *relative to the previous issue*, so a lane that
 is late once stays late, and on a busy machine every wake-up from a sleep is late.
@@ -26,10 +28,12 @@ it the replay says so in a warning.
 
 Per window (on the trace's time axis) latency mean and p99 are over the window's requests:
 fio's per-I/O latency, plus, where the window's requests were issued on average more than
-:data:`LATE_RESOLVED_US` after their trace time (``lateness_mean_us``; fio's log has
+:data:`LATE_RESOLVED_US` later than the window's least-late ones (fio's log has
 millisecond timestamps, so less is not resolved), each request's wait before issue: the
 time it queued for a lane or a CPU, which an application would have seen too
-(``latency_includes_wait``).  The replay's rate is counted over each window's own span: the
+(``latency_includes_wait``; ``lateness_mean_us`` is the mean issue delay).
+
+The replay's rate is counted over each window's own span: the
 window's requests took ``replay_span`` to issue where the trace took ``trace_span``, so
 ``window_drift = trace_span / replay_span - 1`` and the served IOPS and bandwidth are the
 trace's offered ones times ``1 + window_drift``.  A window whose replay fell behind by
@@ -185,14 +189,29 @@ def remap(c: TraceChunk, target_size: int, block: int = 512) -> TraceChunk:
 
 
 def write_iolog(
-    c: TraceChunk, target: str, out: Path, *, speed: float = 1.0, t0: float | None = None
+    c: TraceChunk,
+    target: str,
+    out: Path,
+    *,
+    speed: float = 1.0,
+    t0: float | None = None,
+    lead_in: int | None = None,
 ) -> None:
-    """Write requests as a fio v3 iolog (timestamps in us from ``t0``, divided by ``speed``)."""
+    """Write requests as a fio v3 iolog (timestamps in us from ``t0``, divided by ``speed``).
+
+    ``lead_in`` (bytes) starts the log with a read of that size at offset 0 and time 1 us:
+    fio issues a log's first entry at once, whatever its timestamp, so without it a lane
+    whose first request comes late in the trace would run early by that much.
+    """
     start = c.time_s[0] if t0 is None else t0
     t_us = np.round((c.time_s - start) * 1e6 / speed).astype(np.int64) + SHIFT_US
     op = np.where(c.is_write, "write", "read")
     with open(out, "w") as fh:
         fh.write(f"fio version 3 iolog\n0 {target} add\n0 {target} open\n")
+        if lead_in:
+            # at 1 us, not 0: fio takes a timestamp of 0 as "no previous entry" and would not
+            # delay the next one either
+            fh.write(f"1 {target} read 0 {lead_in}\n")
         fh.writelines(
             f"{t} {target} {o} {a} {s}\n"
             for t, o, a, s in zip(t_us.tolist(), op.tolist(), c.offset.tolist(), c.size.tolist(), strict=True)
@@ -231,8 +250,12 @@ def replay_windows(
         late = float(np.mean(late_us[sel]))
         # A request that waited for a lane (or, at real-time priority, for a CPU) before fio
         # issued it waited outside fio's latency: add the wait where the log resolves it.
-        waited = late > LATE_RESOLVED_US
-        lat = np.sort(lat_us[sel] + (np.maximum(late_us[sel], 0.0) if waited else 0.0))
+        # The wait is measured from the window's least-late requests, not from zero: fio's
+        # sleeps overshoot a little each time and the lanes' clocks drift apart by about a
+        # millisecond per second, which is no queueing.
+        wait = np.maximum(late_us[sel] - np.percentile(late_us[sel], 5), 0.0)
+        waited = float(wait.mean()) > LATE_RESOLVED_US
+        lat = np.sort(lat_us[sel] + (wait if waited else 0.0))
         t = trace_time_s[sel]
         trace_span = float(t.max() - t.min())
         replay_span = float(issue_s[sel].max() - issue_s[sel].min())
@@ -306,6 +329,7 @@ def replay(
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
     trace = open_trace(trace_path, fmt)
     target_size, warnings = _prepare_target(target, destroy_data, size)
+    align = max(logical_block_size(target), 4096)
     c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
     n = len(c)
     if lanes is None:
@@ -316,7 +340,10 @@ def replay(
         job = ""
         for lane in range(lanes):
             log = Path(tmp) / f"lane{lane}.iolog"
-            write_iolog(c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]))
+            write_iolog(
+                c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]),
+                lead_in=align,
+            )
             job += (
                 f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
                 f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
@@ -327,7 +354,7 @@ def replay(
             logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))
             if not logs:
                 raise NoData(f"fio wrote no latency log for replay lane {lane}")
-            part = read_lat_log(logs[0])
+            part = read_lat_log(logs[0]).iloc[1:].reset_index(drop=True)  # without the lead-in read
             part["index"] = lane + lanes * np.arange(len(part))  # psync: log order = issue order
             parts.append(part)
     lat = pd.concat(parts, ignore_index=True)
