@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collectors.devices.reference import create_reference, destroy_reference  # noqa: E402
-from modeling.registry import ModelRegistry  # noqa: E402
+from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from traces.characterize import characterize  # noqa: E402
 from traces.openloop import closed_loop_curves  # noqa: E402

@@ -14,7 +14,7 @@ open-loop stream meets (fio's replay, too, issues each in-flight request from it
 On a device swept with one job only, this is the queue-depth path.
 
 The model is used only through ``predict_frame`` (any object with that method: a
-:class:`~modeling.device_model.DeviceModel` or a test's analytic fake).
+:class:`~modeling.serving.device_model.DeviceModel` or a test's analytic fake).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import uploaded_trace
 from traces.characterize import Characterization

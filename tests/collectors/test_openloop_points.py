@@ -11,7 +11,7 @@ import pytest
 from collectors.fio.jobs import JobSettings
 from collectors.openloop import build_open_loop_job, measure_open_loop, open_loop_plan
 from modeling.errors import InvalidInput, NoData
-from modeling.fit import training_rows
+from modeling.training.fit import training_rows
 from modeling.store import DataDir
 from modeling.workload import Workload
 from tests.traces.fake_devices import FakeMMcDevice
