@@ -20,6 +20,24 @@ from traces.validate import validate_upload
 
 router = APIRouter()
 
+_PREDICT_EXAMPLE = {
+    "device": "nvme0",
+    "model_version": "v20261122-051700-123456",
+    "method": "open-loop",
+    "summary": {"windows": 1, "saturated_windows": 0, "peak_utilisation": 0.06, "offered_iops": 412.7,
+                "offered_mib_s": 6.07, "pred_latency_mean_us": 24.1, "pred_latency_p99_us_max": 80.3},
+    "warnings": [],
+    "windows": [
+        {"window_start_s": 0.0, "window_end_s": 1.0, "requests": 413, "too_short": False,
+         "offered_iops": 413.0, "offered_mib_s": 6.1, "write_ratio": 0.0, "request_size": 15360,
+         "randomness": 0.94,
+         "arrival_cv2": 1.4, "capacity_iops": 7012.0, "utilisation": 0.059, "saturated": False,
+         "pred_inflight": 0.01, "pred_latency_mean_us": 24.1, "pred_latency_mean_us_lower": 19.0,
+         "pred_latency_mean_us_upper": 30.2, "pred_latency_p99_us": 80.3, "pred_iops": 413.0,
+         "pred_bandwidth_mib_s": 6.1, "extrapolated": False, "method": "open-loop"}
+    ],
+}
+
 
 @router.post("/v1/devices/{device}/validate", tags=["traces"])
 def validate_trace(
@@ -49,7 +67,11 @@ def validate_trace(
     )
 
 
-@router.post("/v1/devices/{device}/predict-trace", tags=["traces"])
+@router.post(
+    "/v1/devices/{device}/predict-trace",
+    tags=["traces"],
+    responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}}},
+)
 def predict_trace(
     device: DeviceDep,
     datadir: DataDirDep,
