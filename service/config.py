@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from functools import lru_cache
 from pathlib import Path
 
@@ -65,3 +67,21 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, built on first use."""
     return Settings()
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether binding ``host`` exposes the server to this machine only.
+
+    A name counts as loopback only when every address it resolves to is: ``0.0.0.0``,
+    ``::``, an interface address, or a name that does not resolve are all exposed.
+    """
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]).split("%")[0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
