@@ -4,8 +4,8 @@ Walks every module of the four packages with ``ast`` (function-local imports inc
 since a cycle hidden behind one is still a cycle) and checks the graph against the map
 in the README's Layout section:
 
-* ``modeling`` core (``errors``, ``workload``, ``workload_matrix``, ``features``,
-  ``store``) imports nothing else of modeling;
+* ``modeling`` core (``errors``, ``workload``, ``workload_matrix``, ``one_row``,
+  ``features``, ``store``) imports nothing else of modeling;
 * ``modeling.estimators`` imports only the core;
 * ``modeling.serving`` imports the core and estimators, never training;
 * ``modeling.training`` imports the core, estimators and serving (it builds the
@@ -31,6 +31,7 @@ CORE = (
     "modeling.errors",
     "modeling.workload",
     "modeling.workload_matrix",
+    "modeling.one_row",
     "modeling.features",
     "modeling.store",
 )

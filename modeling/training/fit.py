@@ -72,6 +72,9 @@ def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray
         raise NoData(
             f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
         )
+    if "offered_iops" in frame.columns:
+        # open-loop points (collectors.openloop): their IOPS is the offered rate, not the device's
+        frame = frame.loc[~np.isfinite(pd.to_numeric(frame["offered_iops"], errors="coerce").to_numpy(float))]
     values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)
     clean = frame.loc[ok].reset_index(drop=True)
