@@ -24,6 +24,9 @@ class Settings(BaseSettings):
         default=None, description="bearer token required by mutating endpoints when set"
     )
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_ingest_bytes: int = Field(
+        default=1 << 30, ge=1, description="largest total size of one `ssdpredict ingest` (bytes)"
+    )
     max_batch: int = Field(default=10_000, ge=1, le=1_000_000)
     cors_origins: list[str] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1, le=64)

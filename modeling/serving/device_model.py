@@ -22,6 +22,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
+from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
     PhysicsLimits,
@@ -243,13 +244,22 @@ class DeviceModel:
 
         The same computation as a batch of one: the load laws evaluate every workload
         along its ladder of measured queue depths (:func:`~modeling.serving.physics.ladder`),
-        so even one workload is a small matrix for the models.
+        so even one workload is a small matrix for the models.  Only a model without
+        physics limits takes the plain-float path of :mod:`modeling.one_row`.
         """
+        if self.limits is None:
+            # a model saved before the physics limits were recorded: no laws to apply,
+            # so the one-row fast path answers as the matrix path does
+            return fast_row(self, row, metrics, model)
         out = self.predict_matrix(np.array([row], dtype=np.float64), metrics, model)
         return {
             m: (float(v[0]), float(lo[0]), float(hi[0]), bool(x[0]), str(s[0]))
             for m, (v, lo, hi, x, s) in out.items()
         }
+
+    def _no_data_of(self, code: int) -> bool:
+        """Whether region ``code`` had no measurements at all (its answers are extrapolated)."""
+        return self._no_data[code]
 
     def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
         if model not in ("auto", "global") and model not in REGION_NAMES:

@@ -58,10 +58,17 @@ class PhysicsLimits:
     depths: tuple[float, ...] = ()  # the queue depths measured, ascending (see ladder)
 
     @classmethod
-    def measured(cls, w: np.ndarray, bandwidth: np.ndarray) -> PhysicsLimits:
-        """The limits of measured workloads ``w`` (distinct rows) and their bandwidths (MiB/s)."""
+    def measured(cls, w: np.ndarray, bandwidth: np.ndarray | None) -> PhysicsLimits:
+        """The limits of measured workloads ``w`` (distinct rows) and their bandwidths (MiB/s).
+
+        Without bandwidths (data of latencies only) no bandwidth is capped.
+        """
         mix = mix_codes(w)
-        peaks = {name: float(bandwidth[mix == i].max()) for i, name in enumerate(MIXES) if (mix == i).any()}
+        peaks = (
+            {}
+            if bandwidth is None
+            else {name: float(bandwidth[mix == i].max()) for i, name in enumerate(MIXES) if (mix == i).any()}
+        )
         depths = tuple(np.unique(w[:, _F["queue_depth"]]).tolist())
         return cls(w.min(axis=0), w.max(axis=0), float(outstanding_io(w).max()), peaks, depths)
 
@@ -243,29 +250,31 @@ def apply_physics(
 ) -> None:
     """Extend predictions made at ``st.w_eval`` back to ``w`` and enforce the laws, in place.
 
-    ``values`` holds every metric the device has, predicted at ``st.w_eval``.
+    ``values`` holds every metric the device has, predicted at ``st.w_eval``.  Without
+    limits (a model saved before they were recorded) nothing is changed.
     """
+    if limits is None:
+        return
     # Little's law beyond the measured load, the bandwidth plateau beyond the measured size
     if "iops" in values:
         values["iops"] = values["iops"] / st.size
     for metric in LATENCY_METRICS:
         if metric in values:
             values[metric] = values[metric] * (st.load * st.size)
-    if limits is not None:
-        bw_implied = values["iops"] * mean_request_size(w) / MIB if "iops" in values else None
-        peak = np.array([limits.bandwidth_max.get(m, np.nan) for m in MIXES])[mix_codes(w)]
-        peak = np.where(np.isnan(peak), max(limits.bandwidth_max.values(), default=np.inf), peak)
-        cap = peak * BANDWIDTH_TOLERANCE
-        if "bandwidth_mib_s" in values:
-            values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)
-        if bw_implied is not None:
-            # IOPS that would carry more than the cap are slowed to it, and the time each
-            # I/O spends in the device grows by the same factor (Little's law)
-            slow = np.minimum(1.0, cap / np.maximum(bw_implied, 1e-12))
-            values["iops"] = values["iops"] * slow
-            for metric in LATENCY_METRICS:
-                if metric in values:
-                    values[metric] = values[metric] / slow
+    bw_implied = values["iops"] * mean_request_size(w) / MIB if "iops" in values else None
+    peak = np.array([limits.bandwidth_max.get(m, np.nan) for m in MIXES])[mix_codes(w)]
+    peak = np.where(np.isnan(peak), max(limits.bandwidth_max.values(), default=np.inf), peak)
+    cap = peak * BANDWIDTH_TOLERANCE
+    if "bandwidth_mib_s" in values:
+        values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)
+    if bw_implied is not None:
+        # IOPS that would carry more than the cap are slowed to it, and the time each
+        # I/O spends in the device grows by the same factor (Little's law)
+        slow = np.minimum(1.0, cap / np.maximum(bw_implied, 1e-12))
+        values["iops"] = values["iops"] * slow
+        for metric in LATENCY_METRICS:
+            if metric in values:
+                values[metric] = values[metric] / slow
     order_percentiles(values)
 
 

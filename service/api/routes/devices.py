@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile
+from dataclasses import asdict
+
+from fastapi import APIRouter, File, Form, Path, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from collectors.devices import DEVICE_CLASSES
 from collectors.ingest import ingest_bytes
 from modeling.errors import InvalidInput
-from service.api.deps import DataDirDep, DeviceDep, SettingsDep, TokenDep
+from modeling.store import DataDir, Sweep
+from modeling.store.delete import delete_device, delete_sweep
+from service.api.deps import DataDirDep, DeviceDep, SettingsDep, StateDep, TokenDep
 from service.api.schemas import (
+    DeletedPublic,
     DevicePublic,
     DevicesPublic,
     DeviceSummary,
@@ -22,6 +28,10 @@ from service.api.schemas import (
 )
 
 router = APIRouter(prefix="/v1/devices", tags=["devices"])
+
+MAX_METADATA_BYTES = 65536
+MAX_METADATA_DEPTH = 16
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse, "description": "unknown device"}}
 
@@ -68,6 +78,7 @@ def get_device(device: DeviceDep, datadir: DataDirDep) -> DevicePublic:
     responses={
         401: {"model": ErrorResponse, "description": "token required"},
         403: {"model": ErrorResponse, "description": "wrong token"},
+        409: {"model": ErrorResponse, "description": "another writer holds the device"},
         413: {"model": ErrorResponse, "description": "upload larger than max_upload_bytes"},
         422: {"model": ErrorResponse, "description": "not fio JSON nor ingest CSV (the message says where)"},
     },
@@ -85,7 +96,7 @@ async def upload_sweep(
             description="class of a new device (default ssd); must match an existing one",
         ),
     ] = None,
-    metadata: Annotated[str | None, Form(max_length=65536, description="a JSON object")] = None,
+    metadata: Annotated[str | None, Form(max_length=MAX_METADATA_BYTES, description="a JSON object")] = None,
 ) -> SweepPublic:
     """Upload fio JSON or ingest-format CSV measurements of a device (created if new), as one sweep.
 
@@ -95,21 +106,59 @@ async def upload_sweep(
     meta = _metadata(metadata)
     data = await file.read()
     sweep = await run_in_threadpool(
-        ingest_bytes,
-        datadir,
-        device,
-        file.filename or "upload",
-        data,
-        device_class=device_class,
-        metadata=meta,
-        max_bytes=settings.max_upload_bytes,
+        _ingest_locked, datadir, device, file.filename or "upload", data, device_class, meta,
+        settings.max_upload_bytes,
     )
     return SweepPublic.from_sweep(sweep)
+
+
+def _ingest_locked(datadir: DataDir, device: str, name: str, data: bytes, device_class: str | None,
+                   meta: dict[str, Any] | None, max_bytes: int) -> Sweep:
+    # one writer per device, as on the CLI: a busy device answers 409 at once
+    with datadir.device_lock(device, "ingest"):
+        return ingest_bytes(datadir, device, name, data, device_class=device_class, metadata=meta,
+                            max_bytes=max_bytes)
+
+
+_DELETE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "token required"},
+    403: {"model": ErrorResponse, "description": "wrong token"},
+    404: {"model": ErrorResponse, "description": "unknown device or sweep"},
+    409: {"model": ErrorResponse, "description": "another writer holds the device"},
+}
+
+
+@router.delete(
+    "/{device}", response_model=DeletedPublic, dependencies=[TokenDep], responses=_DELETE_RESPONSES
+)
+def remove_device(device: DeviceDep, state: StateDep) -> dict[str, Any]:
+    """Delete a device with its sweeps, measurements and model versions (files included)."""
+    gone = delete_device(state.datadir, device)
+    state.model_deleted(device)
+    return asdict(gone)
+
+
+@router.delete(
+    "/{device}/sweeps/{sweep_id}", response_model=DeletedPublic, dependencies=[TokenDep],
+    responses=_DELETE_RESPONSES,
+)
+def remove_sweep(
+    device: DeviceDep, sweep_id: Annotated[int, Path(ge=1, le=2**62, examples=[12])], datadir: DataDirDep
+) -> dict[str, Any]:
+    """Delete one sweep of a device: its points and Parquet file (models trained on it stay)."""
+    return asdict(delete_sweep(datadir, sweep_id, device=device))
 
 
 def _metadata(text: str | None) -> dict[str, Any] | None:
     if text is None or not text.strip():
         return None
+    depth = json_depth(text)
+    if depth > MAX_METADATA_DEPTH:
+        # json.loads recurses per level: bound the nesting before parsing, not after a RecursionError.
+        raise InvalidInput(
+            f"metadata nests {depth} levels deep; at most {MAX_METADATA_DEPTH} are allowed",
+            details={"field": "metadata"},
+        )
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -119,4 +168,13 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-__all__ = ["router"]
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON text (brackets inside strings ignored)."""
+    level = deepest = 0
+    for char in "".join(re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text))):
+        level += 1 if char in "[{" else -1
+        deepest = max(deepest, level)
+    return deepest
+
+
+__all__ = ["json_depth", "router"]
