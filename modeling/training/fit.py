@@ -228,7 +228,8 @@ def fit_device_model(
     )
     by_law = {m for m, gap in fit.gaps.items() if physics and gap <= LAW_HOLDS}
     # only the metrics the data has; the laws derive from the IOPS model, so it comes first
-    for metric in sorted(ys, key=lambda m: (m != "iops", METRICS.index(m))):
+    # (the further percentiles come after, as ratios to the mean latency)
+    for metric in sorted((m for m in ys if m in METRICS), key=lambda m: (m != "iops", METRICS.index(m))):
         if metric in by_law:
             _fit_by_law(fit, metric)
             continue
