@@ -429,7 +429,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
     The percentiles are served as one curve: each is a ratio to the same mean-latency
     prediction, and serving orders them (see :mod:`modeling.serving.physics`).
     """
-    spec, entry, _ = _ratio_spec(
+    spec, entry, oof = _ratio_spec(
         metric,
         fit.w,
         fit.ys[metric],
@@ -441,6 +441,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
         fit.runs,
         fit.tune,
     )
+    entry["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
     fit.specs[metric] = spec
     fit.report[metric] = {"mode": "ratio", "global": entry, "regions": {}}
     fit.step(f"{metric}: ratio to the mean latency, CV MRE {entry['cv_mre']:.2%}")
