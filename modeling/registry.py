@@ -144,6 +144,15 @@ def save_model(
     datadir: DataDir, model: DeviceModel, manifest: dict[str, Any], *, activate: bool
 ) -> ModelVersion:
     """Write a model version atomically, then record it in the catalog."""
+    return register_model(datadir, write_model_files(datadir, model, manifest), activate=activate)
+
+
+def write_model_files(datadir: DataDir, model: DeviceModel, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Write a version's folder atomically, without touching the catalog; returns its full manifest.
+
+    This half runs wherever the model was fitted (a Dask worker, say): only files under the
+    data directory's ``models/`` are written, so many processes may run it at once.
+    """
     device = validate_name(model.device)
     version = validate_name(model.version, "model version")
     doc, blobs = encode_model(model)
@@ -172,9 +181,20 @@ def save_model(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return full_manifest
+
+
+def register_model(datadir: DataDir, manifest: dict[str, Any], *, activate: bool) -> ModelVersion:
+    """Record a version written by :func:`write_model_files` in the catalog (the one catalog write).
+
+    If recording fails the version's folder is removed, so no unregistered model is left.
+    """
+    device = validate_name(str(manifest["device"]))
+    version = validate_name(str(manifest["version"]), "model version")
+    final = datadir.device_models_dir(device) / version
     try:
         return datadir.catalog.add_model_version(
-            device, version, f"{device}/{version}", full_manifest, activate=activate
+            device, version, f"{device}/{version}", manifest, activate=activate
         )
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
@@ -287,4 +307,4 @@ class ModelRegistry:
         return mv.version
 
 
-__all__ = ["ModelRegistry", "NotFound", "read_model", "save_model"]
+__all__ = ["ModelRegistry", "NotFound", "read_model", "register_model", "save_model", "write_model_files"]

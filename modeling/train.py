@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 from collections.abc import Callable
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.fit import fit_device_model, training_rows
-from modeling.registry import save_model
+from modeling.registry import register_model, write_model_files
 from modeling.store import DataDir, ModelVersion
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 
@@ -35,20 +36,30 @@ def new_version(datadir: DataDir, device: str) -> str:
     return version
 
 
-def train_device(
+@dataclass(frozen=True)
+class FittedVersion:
+    """A model version whose files are written but which the catalog does not know yet."""
+
+    device: str
+    version: str
+    manifest: dict[str, Any]
+
+
+def fit_version(
     datadir: DataDir,
     device: str,
     *,
     folds: int = 5,
     time_budget_s: float | None = None,
     progress: Callable[[str, float], None] | None = None,
-    activate: bool = True,
     **fit_kw: Any,
-) -> ModelVersion:
-    """Train all metrics of ``device`` and register a new (by default active) model version.
+) -> FittedVersion:
+    """Fit all metrics of ``device`` and write the new version's files; the catalog is only read.
 
-    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
-    failure leaves the registered versions, and the active one, as they were.
+    The first half of :func:`train_device`, and what a Dask worker runs: it reads the
+    measurements and writes under ``models/``, so several processes can run it at once
+    while one client registers their results (:func:`register_version`).
+    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.
     """
     catalog = datadir.catalog
     catalog.get_device(device)
@@ -82,7 +93,34 @@ def train_device(
     }
     if progress:
         progress("saving", 1.0)
-    return save_model(datadir, model, _jsonable(manifest), activate=activate)
+    full = write_model_files(datadir, model, _jsonable(manifest))
+    return FittedVersion(device, version, full)
+
+
+def register_version(datadir: DataDir, fitted: FittedVersion, *, activate: bool = True) -> ModelVersion:
+    """Record a fitted version in the catalog (by default as the active one): the client's half."""
+    return register_model(datadir, fitted.manifest, activate=activate)
+
+
+def train_device(
+    datadir: DataDir,
+    device: str,
+    *,
+    folds: int = 5,
+    time_budget_s: float | None = None,
+    progress: Callable[[str, float], None] | None = None,
+    activate: bool = True,
+    **fit_kw: Any,
+) -> ModelVersion:
+    """Train all metrics of ``device`` and register a new (by default active) model version.
+
+    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
+    failure leaves the registered versions, and the active one, as they were.
+    """
+    fitted = fit_version(
+        datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress, **fit_kw
+    )
+    return register_version(datadir, fitted, activate=activate)
 
 
 def _jsonable(value: Any) -> Any:
