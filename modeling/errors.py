@@ -128,3 +128,17 @@ class DeviceUnavailable(SsdPredictError):
 
     kind = "unavailable"
     code = "device_unavailable"
+
+
+class MissingDependency(SsdPredictError):
+    """An optional package a feature needs is not installed."""
+
+    kind = "unavailable"
+    code = "missing_dependency"
+
+
+class ClusterUnavailable(SsdPredictError):
+    """The Dask scheduler named for distributed work cannot be reached."""
+
+    kind = "unavailable"
+    code = "cluster_unavailable"

@@ -31,6 +31,13 @@ class Settings(BaseSettings):
         le=256,
         description="BLAS threads per server process (predictions parallelise by row blocks instead)",
     )
+    scheduler: str | None = Field(
+        default=None,
+        description="Dask scheduler (tcp://HOST:8786) for training many devices; unset: a local cluster",
+    )
+    fleet_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="processes of the local Dask cluster (default: one per core)"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 
@@ -38,6 +45,17 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_address(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        scheme, sep, rest = value.partition("://")
+        if not sep or scheme not in ("tcp", "tls") or not rest:
+            raise ValueError(f"scheduler must look like tcp://HOST:8786, not {value!r}")
+        return value
 
     @field_validator("api_token")
     @classmethod

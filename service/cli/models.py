@@ -25,20 +25,53 @@ def register(app: typer.Typer) -> None:
 
 @handle_errors
 def train(
-    device: str = typer.Option(..., "--device", "-d", help="device to train"),
+    device: str | None = typer.Option(None, "--device", "-d", help="device to train"),
+    devices: str | None = typer.Option(
+        None, "--devices", help="devices to train on Dask: names or globs, comma-separated (ssd-*,nvme0)"
+    ),
+    all_devices: bool = typer.Option(False, "--all", help="train every device of the catalog on Dask"),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER or a local cluster)"
+    ),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="local cluster processes (default: cores)"),
     folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds for model selection"),
     time_budget: float = typer.Option(60.0, min=0.0, help="seconds to spend tuning (whole device)"),
     features: str = typer.Option(
         "extended", "--features", help="feature set: extended, basic, or both (cross-validation chooses)"
     ),
+    candidates: str | None = typer.Option(
+        None, "--candidates", help="only these estimator kinds, untuned (fast): e.g. cart or cart,xgboost"
+    ),
     no_activate: bool = typer.Option(False, "--no-activate", help="register without activating"),
-    json_output: bool = typer.Option(False, "--json", help="print the new version as JSON"),
+    json_output: bool = typer.Option(False, "--json", help="print the new version(s) as JSON"),
 ) -> None:
-    """Train one model per metric (and per region) and register a new model version."""
+    """Train one model per metric (and per region) and register a new model version.
+
+    With --all or --devices the devices are trained in parallel on Dask, one task per
+    device; a device that fails is reported at the end (exit status 1) and the others go on.
+    """
     from modeling.features import feature_choice
     from modeling.train import train_device
 
     feature_sets = feature_choice(features)
+    fit_kw = _fit_options(feature_sets, candidates)
+    patterns = _fleet_request(device, devices, all_devices)
+    if patterns is not None:
+        from service.cli.fleet import train_many
+
+        train_many(
+            patterns,
+            all_devices=all_devices,
+            scheduler=scheduler,
+            workers=workers,
+            activate=not no_activate,
+            json_output=json_output,
+            folds=folds,
+            time_budget_s=time_budget,
+            **fit_kw,
+        )
+        return
+    assert device is not None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("training", total=1.0)
         mv = train_device(
@@ -46,9 +79,9 @@ def train(
             device,
             folds=folds,
             time_budget_s=time_budget,
-            feature_sets=feature_sets,
             activate=not no_activate,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+            **fit_kw,
         )
     if json_output:
         print_json({"device": mv.device, "version": mv.version, "active": mv.active, "manifest": mv.manifest})
@@ -57,6 +90,29 @@ def train(
         f"trained [bold]{mv.device}[/] version [bold]{mv.version}[/]{' (active)' if mv.active else ''}"
     )
     _print_manifest_summary(mv.manifest)
+
+
+def _fit_options(feature_sets: tuple[str, ...], candidates: str | None) -> dict[str, Any]:
+    """``feature_sets``, and an explicit candidate list when ``--candidates`` names kinds."""
+    if candidates is None:
+        return {"feature_sets": feature_sets}
+    from modeling.selection import candidates_of_kinds
+
+    kinds = [k.strip() for k in candidates.split(",") if k.strip()]
+    return {"feature_sets": feature_sets, "candidates": candidates_of_kinds(kinds, feature_sets)}
+
+
+def _fleet_request(device: str | None, devices: str | None, all_devices: bool) -> list[str] | None:
+    """The names or globs of a many-device run, or None for the single ``--device``."""
+    from modeling.errors import InvalidInput
+    from service.cli.fleet import split_names
+
+    given = sum([device is not None, devices is not None, all_devices])
+    if given != 1:
+        raise InvalidInput("name exactly one of --device NAME, --devices A,B,GLOB* or --all")
+    if device is not None:
+        return None
+    return split_names(devices)
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
@@ -75,7 +131,15 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
 
 @handle_errors
 def evaluate(
-    device: str = typer.Option(..., "--device", "-d", help="device to evaluate"),
+    device: str | None = typer.Option(None, "--device", "-d", help="device to evaluate"),
+    devices: str | None = typer.Option(
+        None, "--devices", help="devices to evaluate on Dask: names or globs, comma-separated"
+    ),
+    all_devices: bool = typer.Option(False, "--all", help="evaluate every device of the catalog on Dask"),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER or a local cluster)"
+    ),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="local cluster processes (default: cores)"),
     folds: int = typer.Option(5, min=2, max=20, help="outer cross-validation folds"),
     holdout: str | None = typer.Option(None, "--holdout", help="CSV of measured workloads to test on"),
     time_budget: float = typer.Option(
@@ -84,6 +148,9 @@ def evaluate(
     features: str = typer.Option(
         "extended", "--features", help="feature set trained on: extended, basic, or both"
     ),
+    candidates: str | None = typer.Option(
+        None, "--candidates", help="only these estimator kinds, untuned (fast): e.g. cart or cart,xgboost"
+    ),
     json_output: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
     """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
@@ -91,6 +158,26 @@ def evaluate(
     from modeling.features import feature_choice
 
     feature_sets = feature_choice(features)
+    fit_kw = _fit_options(feature_sets, candidates)
+    patterns = _fleet_request(device, devices, all_devices)
+    if patterns is not None:
+        from modeling.errors import InvalidInput
+        from service.cli.fleet import evaluate_many
+
+        if holdout is not None:
+            raise InvalidInput("--holdout is for one --device; many devices are evaluated by cross-validation")
+        evaluate_many(
+            patterns,
+            all_devices=all_devices,
+            scheduler=scheduler,
+            workers=workers,
+            json_output=json_output,
+            folds=folds,
+            time_budget_s=time_budget,
+            **fit_kw,
+        )
+        return
+    assert device is not None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("evaluating", total=1.0)
         report = evaluate_device(
@@ -99,8 +186,8 @@ def evaluate(
             folds=folds,
             holdout=holdout,
             time_budget_s=time_budget,
-            feature_sets=feature_sets,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+            **fit_kw,
         ).to_dict()
     if json_output:
         print_json(report)
