@@ -31,6 +31,15 @@ class Settings(BaseSettings):
         le=256,
         description="BLAS threads per server process (predictions parallelise by row blocks instead)",
     )
+    model_refresh_ms: int = Field(
+        default=500,
+        ge=0,
+        le=600_000,
+        description="how often, at most, a server checks the catalog for versions activated elsewhere",
+    )
+    model_cache_mb: int = Field(
+        default=2048, ge=1, description="memory budget of the loaded models (estimated), least recently used out"
+    )
     scheduler: str | None = Field(
         default=None,
         description="Dask scheduler (tcp://HOST:8786) for training many devices; unset: a local cluster",

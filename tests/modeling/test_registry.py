@@ -41,7 +41,7 @@ def test_round_trip_gives_identical_predictions(datadir, device_with_data, synth
 def test_cache_returns_same_object_and_activate_rolls_back(datadir, trained):
     from modeling.train import train_device
 
-    registry = ModelRegistry(datadir, active_ttl_s=0.0)
+    registry = ModelRegistry(datadir, refresh_s=0.0)
     first = registry.load("synth")
     assert registry.load("synth") is first
     second = train_device(datadir, "synth", folds=3, candidates=fast_candidates())
