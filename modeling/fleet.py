@@ -125,7 +125,8 @@ def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> 
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise MissingDependency(
-            f"training or evaluating many devices needs dask.distributed, which is not installed: {INSTALL_HINT}"
+            "training or evaluating many devices needs dask.distributed, which is not installed: "
+            + INSTALL_HINT
         ) from exc
     if scheduler:
         try:

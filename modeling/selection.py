@@ -95,7 +95,9 @@ def default_candidates(
     return out
 
 
-def candidates_of_kinds(kinds: Sequence[str], feature_sets: tuple[str, ...] = ("extended",)) -> list[Candidate]:
+def candidates_of_kinds(
+    kinds: Sequence[str], feature_sets: tuple[str, ...] = ("extended",)
+) -> list[Candidate]:
     """The default candidates of the named estimator kinds only (a fast, untuned training).
 
     Raises ``InvalidInput`` naming the kinds there are.
@@ -105,7 +107,8 @@ def candidates_of_kinds(kinds: Sequence[str], feature_sets: tuple[str, ...] = ("
     unknown = [k for k in kinds if k not in known]
     if unknown or not kinds:
         raise InvalidInput(
-            f"unknown estimator kind(s) {', '.join(unknown) or '(none given)'}; use some of {', '.join(known)}",
+            f"unknown estimator kind(s) {', '.join(unknown) or '(none given)'};"
+            f" use some of {', '.join(known)}",
             details={"field": "candidates"},
         )
     return [c for c in pool if c.kind in kinds]

@@ -38,7 +38,7 @@ class Settings(BaseSettings):
         description="how often, at most, a server checks the catalog for versions activated elsewhere",
     )
     model_cache_mb: int = Field(
-        default=2048, ge=1, description="memory budget of the loaded models (estimated), least recently used out"
+        default=2048, ge=1, description="memory budget of loaded models (estimated); least recently used out"
     )
     scheduler: str | None = Field(
         default=None,

@@ -33,9 +33,14 @@ class CatalogWatch:
     def active_versions(self) -> dict[str, str]:
         """Every device's active model version, in one query (a plain read, no write lock)."""
         with self._lock:
-            rows = self._connection().execute(
-                "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id WHERE m.active = 1"
-            ).fetchall()
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
+                    " WHERE m.active = 1"
+                )
+                .fetchall()
+            )
         return {str(name): str(version) for name, version in rows}
 
     def close(self) -> None:

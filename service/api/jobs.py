@@ -1,5 +1,8 @@
 """Retrain jobs: one background thread per job, at most one running retrain per device.
 
+A job retrains one device in its thread, or many devices on Dask (``start_many``: the
+workers fit and write model files, this process registers them in the catalog).
+
 A job's state lives in memory and in ``<home>/jobs/<id>.json`` (written atomically), so
 any worker process of the service can answer ``GET /v1/jobs/{id}``.  "One retrain per
 device" is an exclusive ``flock`` on ``<home>/jobs/locks/<device>.lock``: it holds across
@@ -26,7 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from modeling.errors import Conflict, NotFound, SsdPredictError
+from modeling.fleet import DeviceResult, dask_client, train_fleet
 from modeling.registry import ModelRegistry
+from modeling.selection import Candidate
 from modeling.store import DataDir, validate_name
 from modeling.store.atomic import atomic_write_bytes
 from modeling.store.catalog import utcnow
@@ -44,7 +49,8 @@ class Job:
 
     id: str
     kind: str
-    device: str
+    device: str | None  # None for a job over many devices, listed in ``devices``
+    devices: list[str] = field(default_factory=list)
     state: str = "queued"
     stage: str | None = None
     progress: float = 0.0
@@ -64,11 +70,16 @@ class RetrainJobs:
         registry: ModelRegistry,
         metrics: ServiceMetrics,
         on_model: Callable[[str, str], None] = lambda device, version: None,
+        *,
+        scheduler: str | None = None,
+        fleet_workers: int | None = None,
     ) -> None:
         self.datadir = datadir
         self.registry = registry
         self.metrics = metrics
         self.on_model = on_model  # told (device, version) when a retrain made a new version active
+        self.scheduler = scheduler  # Dask scheduler of many-device retrains (None: a local cluster)
+        self.fleet_workers = fleet_workers
         self.folder = datadir.root / "jobs"
         self._jobs: dict[str, Job] = {}
         self._threads: dict[str, threading.Thread] = {}
@@ -78,7 +89,7 @@ class RetrainJobs:
         """Start retraining ``device``; raises ``UnknownDevice``, or ``Conflict`` if one is running."""
         validate_name(device)
         self.datadir.catalog.get_device(device)
-        job = Job(id=uuid.uuid4().hex, kind="retrain", device=device)
+        job = Job(id=uuid.uuid4().hex, kind="retrain", device=device, devices=[device])
         fd = self._acquire(device, job.id)
         try:
             with self._lock:
@@ -92,6 +103,43 @@ class RetrainJobs:
             thread.start()
         except BaseException:
             os.close(fd)
+            raise
+        self.metrics.job_state("started")
+        return job
+
+    def start_many(
+        self,
+        devices: list[str],
+        *,
+        folds: int = 5,
+        time_budget_s: float | None = None,
+        candidates: list[Candidate] | None = None,
+    ) -> Job:
+        """Retrain many devices in one job, on Dask (:mod:`modeling.fleet`); this process registers.
+
+        Every device's retrain lock is taken first, so a device retraining alone meanwhile
+        makes the whole request a ``Conflict`` before any work starts.
+        """
+        job = Job(id=uuid.uuid4().hex, kind="retrain-fleet", device=None, devices=list(devices))
+        fds: list[int] = []
+        try:
+            for device in devices:
+                fds.append(self._acquire(device, job.id))
+            with self._lock:
+                self._jobs[job.id] = job
+            self._save(job)
+            thread = threading.Thread(
+                target=self._run_many,
+                args=(job, fds, {"folds": folds, "time_budget_s": time_budget_s, "candidates": candidates}),
+                name="retrain-fleet",
+                daemon=True,
+            )
+            with self._lock:
+                self._threads[job.id] = thread
+            thread.start()
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
             raise
         self.metrics.job_state("started")
         return job
@@ -127,6 +175,7 @@ class RetrainJobs:
                 last_save = now
                 self._save(job)
 
+        device = str(job.device)
         try:
             with self._lock:
                 job.state = "running"
@@ -134,7 +183,7 @@ class RetrainJobs:
             self._save(job)
             mv = train_device(
                 self.datadir,
-                job.device,
+                device,
                 folds=folds,
                 time_budget_s=time_budget_s,
                 progress=progress,
@@ -142,9 +191,9 @@ class RetrainJobs:
             )
             # Load the new version here, in the job's thread, so the first prediction after
             # the swap finds it cached instead of reading files on the event loop.
-            self.registry.load(job.device, mv.version)
-            self.registry.invalidate(job.device)
-            self.on_model(job.device, mv.version)
+            self.registry.load(device, mv.version)
+            self.registry.invalidate(device)
+            self.on_model(device, mv.version)
             result = {
                 "model_version": mv.version,
                 "active": mv.active,
@@ -157,11 +206,54 @@ class RetrainJobs:
                 job, "failed", error={"code": exc.code, "message": exc.message, "details": exc.details}
             )
         except Exception as exc:  # a bug or a damaged file: report it on the job, log the traceback
-            log.exception("retrain of %s failed", job.device)
+            log.exception("retrain of %s failed", device)
             message = f"retrain failed: {type(exc).__name__}: {exc}"
             self._finish(job, "failed", error={"code": "internal_error", "message": message, "details": None})
         finally:
             os.close(fd)  # releases the device's retrain lock
+            with self._lock:
+                self._threads.pop(job.id, None)
+
+    def _run_many(self, job: Job, fds: list[int], fit_kw: dict[str, Any]) -> None:
+        def progress(result: DeviceResult, done: int, total: int) -> None:
+            with self._lock:
+                job.stage = f"{result.device} {'trained' if result.ok else 'failed'}"
+                job.progress = done / total
+            self._save(job)
+
+        try:
+            with self._lock:
+                job.state = "running"
+                job.started_at = utcnow()
+            self._save(job)
+            with dask_client(self.scheduler, workers=self.fleet_workers) as client:
+                report = train_fleet(self.datadir, job.devices, client, progress=progress, **fit_kw)
+            self.registry.invalidate()
+            for r in report.succeeded:
+                self.on_model(r.device, r.value.version)
+            result = {
+                "succeeded": {r.device: r.value.version for r in report.succeeded},
+                "failed": {r.device: r.error for r in report.failed},
+                "seconds": round(report.seconds, 3),
+                "workers": report.workers,
+            }
+            if report.failed:
+                message = f"{len(report.failed)} of {len(report.results)} devices failed"
+                error = {"code": "partial_failure", "message": message, "details": result["failed"]}
+                self._finish(job, "failed", result=result, error=error)
+            else:
+                self._finish(job, "succeeded", result=result)
+        except SsdPredictError as exc:
+            self._finish(
+                job, "failed", error={"code": exc.code, "message": exc.message, "details": exc.details}
+            )
+        except Exception as exc:  # the cluster broke down: report it on the job, log the traceback
+            log.exception("retrain of %d devices failed", len(job.devices))
+            message = f"retrain failed: {type(exc).__name__}: {exc}"
+            self._finish(job, "failed", error={"code": "internal_error", "message": message, "details": None})
+        finally:
+            for fd in fds:
+                os.close(fd)
             with self._lock:
                 self._threads.pop(job.id, None)
 
@@ -196,7 +288,8 @@ class RetrainJobs:
             raise NotFound(f"no job with id {job_id!r}") from None
         except (OSError, ValueError, TypeError) as exc:
             raise NotFound(f"job {job_id!r} cannot be read: {exc}") from None
-        if job.state in ("queued", "running") and not self._lock_held_by(job.device, job.id):
+        devices = job.devices or ([job.device] if job.device else [])
+        if job.state in ("queued", "running") and not any(self._lock_held_by(d, job.id) for d in devices):
             # The worker that ran it died: its flock is gone, so the job can never finish.
             job.state = "failed"
             job.error = {

@@ -31,16 +31,27 @@ def train_many(
     """Train the named devices on Dask; exit status 1 when any failed."""
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
-    report = _run(devices, "training", scheduler, workers, lambda client, progress: train_fleet(
-        data, devices, client, activate=activate, progress=progress, **fit_kw
-    ))
+    report = _run(
+        devices,
+        "training",
+        scheduler,
+        workers,
+        lambda client, progress: train_fleet(
+            data, devices, client, activate=activate, progress=progress, **fit_kw
+        ),
+    )
     if json_output:
         print_json(
             {
                 **_summary(report),
                 "succeeded": [
-                    {"device": r.device, "version": r.value.version, "active": r.value.active, "seconds": r.seconds,
-                     "cv_mre": r.value.manifest.get("cv_mre", {})}
+                    {
+                        "device": r.device,
+                        "version": r.value.version,
+                        "active": r.value.active,
+                        "seconds": r.seconds,
+                        "cv_mre": r.value.manifest.get("cv_mre", {}),
+                    }
                     for r in report.succeeded
                 ],
                 "failed": [{"device": r.device, "error": r.error} for r in report.failed],
@@ -51,7 +62,9 @@ def train_many(
         for r in sorted(report.succeeded, key=lambda r: r.device):
             cv = r.value.manifest.get("cv_mre", {})
             table.add_row(
-                r.device, r.value.version + (" *" if r.value.active else ""), f"{r.seconds:.1f}",
+                r.device,
+                r.value.version + (" *" if r.value.active else ""),
+                f"{r.seconds:.1f}",
                 *(f"{cv[m]:.2%}" if cv.get(m) is not None else "-" for m in METRICS),
             )
         if report.succeeded:
@@ -72,9 +85,13 @@ def evaluate_many(
     """Evaluate the named devices on Dask; exit status 1 when any failed."""
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
-    report = _run(devices, "evaluating", scheduler, workers, lambda client, progress: evaluate_fleet(
-        data, devices, client, progress=progress, **evaluate_kw
-    ))
+    report = _run(
+        devices,
+        "evaluating",
+        scheduler,
+        workers,
+        lambda client, progress: evaluate_fleet(data, devices, client, progress=progress, **evaluate_kw),
+    )
     if json_output:
         print_json(
             {
@@ -88,7 +105,9 @@ def evaluate_many(
         for r in sorted(report.succeeded, key=lambda r: r.device):
             metrics = r.value["metrics"]
             table.add_row(
-                r.device, str(r.value["n"]), *(f"{metrics[m]['mre']:.2%}" if m in metrics else "-" for m in METRICS)
+                r.device,
+                str(r.value["n"]),
+                *(f"{metrics[m]['mre']:.2%}" if m in metrics else "-" for m in METRICS),
             )
         if report.succeeded:
             console.print(table)
@@ -105,7 +124,9 @@ def _run(devices: list[str], verb: str, scheduler: str | None, workers: int | No
         task = bar.add_task(verb, total=len(devices))
 
         def progress(result: DeviceResult, done: int, total: int) -> None:
-            bar.update(task, completed=done, description=f"{result.device} {'ok' if result.ok else 'FAILED'}"[:32])
+            bar.update(
+                task, completed=done, description=f"{result.device} {'ok' if result.ok else 'FAILED'}"[:32]
+            )
 
         report: FleetReport = work(client, progress)
     return report

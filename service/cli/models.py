@@ -31,9 +31,13 @@ def train(
     ),
     all_devices: bool = typer.Option(False, "--all", help="train every device of the catalog on Dask"),
     scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER or a local cluster)"
+        None,
+        "--scheduler",
+        help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER, else a local cluster)",
     ),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="local cluster processes (default: cores)"),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="local cluster processes (default: one per core)"
+    ),
     folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds for model selection"),
     time_budget: float = typer.Option(60.0, min=0.0, help="seconds to spend tuning (whole device)"),
     features: str = typer.Option(
@@ -137,9 +141,13 @@ def evaluate(
     ),
     all_devices: bool = typer.Option(False, "--all", help="evaluate every device of the catalog on Dask"),
     scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER or a local cluster)"
+        None,
+        "--scheduler",
+        help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER, else a local cluster)",
     ),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="local cluster processes (default: cores)"),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, help="local cluster processes (default: one per core)"
+    ),
     folds: int = typer.Option(5, min=2, max=20, help="outer cross-validation folds"),
     holdout: str | None = typer.Option(None, "--holdout", help="CSV of measured workloads to test on"),
     time_budget: float = typer.Option(
@@ -165,7 +173,7 @@ def evaluate(
         from service.cli.fleet import evaluate_many
 
         if holdout is not None:
-            raise InvalidInput("--holdout is for one --device; many devices are evaluated by cross-validation")
+            raise InvalidInput("--holdout is for one --device; many devices are cross-validated")
         evaluate_many(
             patterns,
             all_devices=all_devices,

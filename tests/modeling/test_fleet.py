@@ -131,9 +131,19 @@ def dask_processes(tmp_path: Path) -> Iterator[str]:
     logs = [open(tmp_path / name, "wb") for name in ("scheduler.log", "worker.log")]
     procs = [
         subprocess.Popen(
-            [str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard", "--no-show"],
-            env=env, stdout=logs[0], stderr=subprocess.STDOUT,
+            [
+                str(bindir / "dask"),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--no-dashboard",
+                "--no-show",
+            ],
+            env=env,
+            stdout=logs[0],
+            stderr=subprocess.STDOUT,
         )
     ]
     try:
@@ -148,9 +158,21 @@ def dask_processes(tmp_path: Path) -> Iterator[str]:
                 time.sleep(0.2)
         procs.append(
             subprocess.Popen(
-                [str(bindir / "dask"), "worker", address, "--nworkers", "2", "--nthreads", "1",
-                 "--no-dashboard", "--host", "127.0.0.1"],
-                env=env, stdout=logs[1], stderr=subprocess.STDOUT,
+                [
+                    str(bindir / "dask"),
+                    "worker",
+                    address,
+                    "--nworkers",
+                    "2",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                ],
+                env=env,
+                stdout=logs[1],
+                stderr=subprocess.STDOUT,
             )
         )
         from distributed import Client

@@ -15,7 +15,10 @@ from modeling.registry import ModelRegistry
 from modeling.store import DataDir
 from tests.service.utils import DEVICE, fio_files, ingest_fio, quick_train
 
-QUERY = {"device": DEVICE, "workload": {"write_ratio": 0.3, "queue_depth": 8, "request_size": 16384, "randomness": 1}}
+QUERY = {
+    "device": DEVICE,
+    "workload": {"write_ratio": 0.3, "queue_depth": 8, "request_size": 16384, "randomness": 1},
+}
 
 
 def _served_version(client: TestClient) -> str:

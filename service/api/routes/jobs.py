@@ -7,8 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 
-from service.api.deps import DeviceDep, JobsDep, TokenDep
-from service.api.schemas import ErrorResponse, JobPublic, RetrainRequest
+from modeling.fleet import select_devices
+from modeling.selection import candidates_of_kinds
+from service.api.deps import DataDirDep, DeviceDep, JobsDep, TokenDep
+from service.api.schemas import ErrorResponse, FleetRetrainRequest, JobPublic, RetrainRequest
 
 router = APIRouter(tags=["jobs"])
 
@@ -45,6 +47,31 @@ def retrain(
     """
     opts = options or RetrainRequest.model_validate({})
     job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s)
+    return asdict(job)
+
+
+@router.post(
+    "/v1/retrain",
+    response_model=JobPublic,
+    status_code=202,
+    dependencies=[TokenDep],
+    responses={
+        401: {"model": ErrorResponse, "description": "token required"},
+        403: {"model": ErrorResponse, "description": "wrong token"},
+        404: {"model": ErrorResponse, "description": "unknown device"},
+        409: {"model": ErrorResponse, "description": "one of the devices is already retraining"},
+    },
+)
+def retrain_many(body: FleetRetrainRequest, jobs: JobsDep, datadir: DataDirDep) -> dict[str, Any]:
+    """Retrain many devices in one background job, in parallel on Dask; follow it at `/v1/jobs/{id}`.
+
+    Each device's new version becomes active as soon as it is trained; a device that fails
+    keeps its current version and is named in the job's `result.failed`.  The job fails
+    (`partial_failure`) if any device did.
+    """
+    devices = select_devices(datadir, body.devices, all_devices=body.all)
+    candidates = None if body.candidates is None else candidates_of_kinds(body.candidates)
+    job = jobs.start_many(devices, folds=body.folds, time_budget_s=body.time_budget_s, candidates=candidates)
     return asdict(job)
 
 

@@ -8,7 +8,14 @@ from service.api.schemas.common import (
     MetricName,
     ModelChoice,
 )
-from service.api.schemas.jobs import Health, JobPublic, JobState, Readiness, RetrainRequest
+from service.api.schemas.jobs import (
+    FleetRetrainRequest,
+    Health,
+    JobPublic,
+    JobState,
+    Readiness,
+    RetrainRequest,
+)
 from service.api.schemas.predict import (
     BatchPredictRequest,
     BatchPredictResponse,
@@ -41,6 +48,7 @@ __all__ = [
     "DevicesPublic",
     "ErrorDetail",
     "ErrorResponse",
+    "FleetRetrainRequest",
     "Health",
     "JobPublic",
     "JobState",
