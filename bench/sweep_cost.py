@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 
 from collectors.fio.engines import resolve_engine
-from collectors.fio.jobs import JobSettings, build_job, parse_duration_ms
+from collectors.fio.jobs import JobSettings, build_job
 from collectors.fio.runner import fio_version, run_fio
 from collectors.plans import pts_plan
 from collectors.quality import repeat_cv
 from collectors.safety import prepare_file
-from collectors.sweep import SweepSettings, run_sweep
+from collectors.sweep import run_sweep
+from collectors.sweep_settings import SweepSettings, parse_duration_ms
 from modeling.store import DataDir
 from modeling.workload import METRICS, Workload, format_size, parse_size
 
@@ -80,7 +81,7 @@ def main() -> None:
                           progress=lambda done, total, w: stamps.append(time.monotonic()))
         wall = time.monotonic() - start
         per_point = [b - a for a, b in zip(stamps[1:], stamps[2:], strict=False)]
-        rt_s = parse_duration_ms(args.runtime) / 1000
+        rt_s = settings.runtime_ms / 1000
         print(f"\n2. PTS matrix: {len(plan)} points x {args.repeats} repeats at {args.runtime}: "
               f"{sweep.n_points} measurements in {wall:.1f} s")
         print(f"   sweep point wall time: median {statistics.median(per_point):.3f} s, "

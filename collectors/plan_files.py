@@ -19,17 +19,32 @@ list of ``[[points]]`` tables holding workload fields.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.plans import DEFAULT_SEED, Plan, _workload, build_plan, shuffled
 from modeling.errors import InvalidInput
 
+KNOWN_KEYS = frozenset({"name", "kind", "seed", "n", "values", "bounds", "points"})
 
-def load_plan_toml(path: Path, *, values: Mapping[str, Sequence[Any]] | None = None,
-                   seed: int | None = None, n: int | None = None) -> Plan:
-    """Load a plan file; CLI value lists, seed and point count override the file's.
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan file's content, checked: :func:`collectors.plans.build_plan` builds the plan."""
+
+    path: Path
+    name: str
+    kind: str = "grid"
+    seed: int | None = None
+    n: int | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+    bounds: Mapping[str, Any] | None = None
+    points: tuple[Mapping[str, Any], ...] = ()
+
+
+def read_plan_toml(path: Path) -> PlanFile:
+    """Read and check a plan file.
 
     Keys: ``kind`` (a preset, default ``grid``), ``seed``, ``n``, ``[values]`` (value lists
     such as ``sizes = ["4k", "64k"]``), ``[bounds]`` (``field = [low, high]`` for lhs and
@@ -41,20 +56,15 @@ def load_plan_toml(path: Path, *, values: Mapping[str, Sequence[Any]] | None = N
         raise InvalidInput(f"plan file {path} does not exist") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"plan file {path}: not valid TOML: {exc}") from exc
-    known = {"name", "kind", "seed", "n", "values", "bounds", "points"}
-    unknown = set(doc) - known
+    unknown = set(doc) - KNOWN_KEYS
     if unknown:
-        raise InvalidInput(f"plan file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-    s = int(seed if seed is not None else doc.get("seed", DEFAULT_SEED))
-    name = str(doc.get("name") or Path(path).stem)
-    if doc.get("points"):
-        points = [_workload(**p) for p in doc["points"]]
-        plan = shuffled(name, points, s, file=str(path))
-    else:
-        merged = {**doc.get("values", {}), **(values or {})}
-        kind = str(doc.get("kind", "grid"))
-        if kind.endswith(".toml") or kind == "adaptive":
-            raise InvalidInput(f"plan file {path}: kind {kind!r} cannot be used in a plan file")
-        plan = build_plan(kind, values=merged, bounds=doc.get("bounds"), n=n or doc.get("n"), seed=s)
-        plan = Plan(name, plan.points, plan.seed, {**plan.settings, "file": str(path), "kind": kind})
-    return plan
+        raise InvalidInput(f"plan file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(KNOWN_KEYS)}")
+    points = tuple(doc.get("points") or ())
+    kind = str(doc.get("kind", "grid"))
+    if not points and (kind.endswith(".toml") or kind == "adaptive"):
+        raise InvalidInput(f"plan file {path}: kind {kind!r} cannot be used in a plan file")
+    return PlanFile(
+        path=Path(path), name=str(doc.get("name") or Path(path).stem), kind=kind,
+        seed=int(doc["seed"]) if "seed" in doc else None, n=doc.get("n"),
+        values=dict(doc.get("values", {})), bounds=doc.get("bounds"), points=points,
+    )

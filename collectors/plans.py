@@ -9,7 +9,7 @@ Presets: ``quick`` (48 points for ``make run``), ``pts`` (the SNIA PTS IOPS matr
 7 mixes x 8 block sizes), ``nvmeof`` (includes numjobs), a full ``grid`` over value
 lists, ``lhs`` (Latin hypercube, ``scipy.stats.qmc``), ``random`` and ``adaptive`` (points
 where the current model is least certain).  TOML plan files
-(:mod:`collectors.plan_files`) describe any of them.
+(:mod:`collectors.plan_files`, read there and built here) describe any of them.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any, Final
 import numpy as np
 from pydantic import ValidationError
 
+from collectors.plan_files import PlanFile, read_plan_toml
 from modeling.errors import InvalidInput
 from modeling.workload import KIB, MIB, Workload, parse_size
 
@@ -97,7 +98,8 @@ class Plan:
         return len(self.points)
 
 
-def _workload(**values: Any) -> Workload:
+def plan_point(**values: Any) -> Workload:
+    """One plan point from workload fields; a bad value names the point and the field."""
     try:
         return Workload(**values)
     except ValidationError as exc:
@@ -127,7 +129,7 @@ def grid_points(values: Mapping[str, Sequence[Any]] | None = None) -> list[Workl
         raise InvalidInput(f"unknown value list(s) {sorted(unknown)}; known: {sorted(VALUE_LISTS)}")
     lists = [_values(values, name) for name in VALUE_LISTS]
     return [
-        _workload(**dict(zip(VALUE_LISTS.values(), combo, strict=True)))
+        plan_point(**dict(zip(VALUE_LISTS.values(), combo, strict=True)))
         for combo in itertools.product(*lists)
     ]
 
@@ -168,7 +170,7 @@ def _scale(unit: np.ndarray, bounds: Mapping[str, tuple[float, float]]) -> list[
                 values[name] = int(min(max(round(value), low), high))
             else:
                 values[name] = round(value, 2)  # fio takes whole percentages
-        points.append(_workload(**values))
+        points.append(plan_point(**values))
     return points
 
 
@@ -244,7 +246,7 @@ def adaptive_plan(measurements: Any, budget: int, *, bounds: Mapping[str, Sequen
         # nothing measured yet: no model to be uncertain about, so spread points evenly.
         chosen = lhs_points(budget, bounds, seed=seed)
     else:
-        from modeling.adaptive import propose_points
+        from modeling.adaptive import propose_points  # heavy (scikit-learn), only for adaptive plans
 
         chosen = list(propose_points(measurements, pool, budget, metric=metric))
     return shuffled("adaptive", chosen, seed, budget=budget, metric=metric, bounds=_jsonable(bounds))
@@ -257,8 +259,6 @@ def build_plan(kind: str, *, values: Mapping[str, Sequence[Any]] | None = None,
     s = DEFAULT_SEED if seed is None else seed
     values = {k: v for k, v in (values or {}).items() if v}
     if kind.endswith(".toml"):
-        from collectors.plan_files import load_plan_toml
-
         return load_plan_toml(Path(kind), values=values, seed=seed, n=n)
     if kind == "quick":
         return quick_plan(values, seed=s)
@@ -276,6 +276,24 @@ def build_plan(kind: str, *, values: Mapping[str, Sequence[Any]] | None = None,
     if kind == "adaptive":
         return adaptive_plan(measurements, n or 20, bounds=bounds, seed=s)
     raise InvalidInput(f"unknown plan {kind!r}: use one of {', '.join(PRESETS)} or a .toml file")
+
+
+def load_plan_toml(path: Path, *, values: Mapping[str, Sequence[Any]] | None = None,
+                   seed: int | None = None, n: int | None = None) -> Plan:
+    """Build the plan a TOML plan file describes; CLI value lists, seed and point count win."""
+    return plan_from_file(read_plan_toml(path), values=values, seed=seed, n=n)
+
+
+def plan_from_file(spec: PlanFile, *, values: Mapping[str, Sequence[Any]] | None = None,
+                   seed: int | None = None, n: int | None = None) -> Plan:
+    """The plan of a read plan file: its explicit points, or its preset with its lists and bounds."""
+    s = seed if seed is not None else (spec.seed if spec.seed is not None else DEFAULT_SEED)
+    if spec.points:
+        return shuffled(spec.name, [plan_point(**p) for p in spec.points], s, file=str(spec.path))
+    merged = {**spec.values, **(values or {})}
+    plan = build_plan(spec.kind, values=merged, bounds=spec.bounds, n=n or spec.n, seed=s)
+    settings = {**plan.settings, "file": str(spec.path), "kind": spec.kind}
+    return Plan(spec.name, plan.points, plan.seed, settings)
 
 
 def _bounds_from_values(values: Mapping[str, Sequence[Any]]) -> dict[str, tuple[Any, Any]]:

@@ -12,27 +12,19 @@ import platform
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from collectors.devices import csd, raid
 from collectors.fio.engines import resolve_engine
 from collectors.fio.jobs import JobSettings, build_job, effective_workload
 from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.quality import SteadyStateRule, fio_steady_fields, repeat_cv, run_until_steady
+from collectors.sweep_settings import SweepSettings
 from modeling.store import Catalog
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
-if TYPE_CHECKING:
-    from collectors.sweep import SweepSettings
-
 Measure = Callable[[Workload], tuple[dict[str, Any], str]]
-
-
-def _run_fio() -> Callable[..., str]:
-    from collectors.fio.runner import run_fio
-
-    return run_fio
-
 
 def _row(text: str, workload: Workload, job: JobSettings, *, source: str) -> dict[str, Any]:
     doc = load_fio_json(text, source=source)
@@ -45,11 +37,9 @@ def _row(text: str, workload: Workload, job: JobSettings, *, source: str) -> dic
     return row
 
 
-def point_measurer(settings: SweepSettings, job: JobSettings,
-                   runner: Callable[..., str] | None = None) -> Measure:
-    """A function that measures one workload and returns ``(row, raw fio JSON)``."""
-    run = runner or _run_fio()
-    remote = None if settings.csd_path == "external" else settings.remote
+def point_measurer(settings: SweepSettings, job: JobSettings, run: Callable[..., str]) -> Measure:
+    """A function that measures one workload with ``run`` (one fio job) -> ``(row, raw fio JSON)``."""
+    remote = settings.job_remote
     timeout = (job.runtime_ms + job.ramp_ms) / 1000.0 + settings.point_timeout_s
     uname = platform.uname()
     provenance = {"target": job.target, "kernel": uname.release, "host": uname.node,
@@ -83,17 +73,16 @@ def point_measurer(settings: SweepSettings, job: JobSettings,
 def _concurrent(settings: SweepSettings, job: JobSettings, timeout: float,
                 run: Callable[..., str]) -> Measure:
     """Host-side and in-drive fio at the same time; stores both sides and their sum."""
-    from collectors.devices import csd
-
-    assert settings.remote is not None
+    remote = settings.remote
+    assert remote is not None  # SweepSettings refuses a concurrent path without --remote
     internal_target = settings.internal_target or settings.target
     internal = replace(job, target=internal_target,
-                       engine=resolve_engine(settings.engine, internal_target, remote=settings.remote,
-                                             runner=run))
+                       engine=resolve_engine(settings.engine, internal_target, remote=remote, runner=run,
+                                             spdk_plugin_path=settings.spdk_plugin))
 
     def measure(workload: Workload) -> tuple[dict[str, Any], str]:
         ext_text, int_text = csd.run_concurrent(
-            build_job(workload, job), build_job(workload, internal), settings.remote or "", timeout=timeout
+            build_job(workload, job), build_job(workload, internal), remote, timeout=timeout, runner=run
         )
         ext_row = _row(ext_text, workload, job, source="external fio")
         int_row = _row(int_text, workload, internal, source="internal fio")
@@ -121,26 +110,22 @@ def sweep_spread(catalog: Catalog, sweep_id: int) -> list[dict[str, float]]:
     return [repeat_cv(group.to_dict("records")) for _, group in frame.groupby("seq") if len(group) > 1]
 
 
-def class_metadata(device_class: str, settings: SweepSettings, raid_user: dict[str, Any] | None = None,
-                   *, sysfs_root: Path = Path("/sys"), run: Callable[..., Any] | None = None
-                   ) -> dict[str, Any]:
+def class_metadata(settings: SweepSettings, *, sysfs_root: Path = Path("/sys"),
+                   run: Callable[..., Any] | None = None) -> dict[str, Any]:
     """What the catalog records about a device of each class (read where it can be)."""
+    device_class = settings.device_class
     meta: dict[str, Any] = {"target": settings.target}
     if settings.remote:
         meta["remote"] = settings.remote
     if device_class == "raid":
-        from collectors.devices import raid
-
-        user = {k: v for k, v in (raid_user or {}).items() if v is not None}
+        user = settings.raid.given() if settings.raid is not None else {}
         if settings.remote:  # the host's sysfs says nothing about a remote array
             meta.update(raid.user_raid_metadata(**user) if "level" in user else {})
         else:
             extra = {"run": run} if run is not None else {}
             meta.update(raid.raid_metadata(settings.target, user=user, sysfs_root=sysfs_root, **extra))
     elif device_class == "nvmeof" and settings.nvmeof is not None:
-        from collectors.sweep import _nvmeof_dict
-
-        meta.update({f"nvmeof_{k}": v for k, v in _nvmeof_dict(settings.nvmeof).items()})
+        meta.update({f"nvmeof_{k}": v for k, v in settings.nvmeof.model_dump().items()})
     elif device_class == "csd":
         meta["csd_internal_target"] = settings.internal_target
     block = sysfs_root / "class" / "block" / Path(settings.target).name

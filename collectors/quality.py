@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from collectors.fio.jobs import JobSettings, build_fill_job
+from collectors.fio.runner import run_fio
 from modeling.workload import METRICS
 
 STEADY_RULES = ("fio", "pts")
 FIO_STEADY_CRITERION = "iops:20%"
+"""fio's ``steadystate`` criterion for ``--steady-state-rule fio``: IOPS within 20 % of the mean."""
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,8 @@ def fio_steady_fields(fio_json: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def precondition(settings: JobSettings, *, passes: int = 2, remote: str | None = None,
-                 runner: Callable[..., str] | None = None, timeout: float = 24 * 3600.0) -> dict[str, Any]:
+                 runner: Callable[..., str] = run_fio, timeout: float = 24 * 3600.0) -> dict[str, Any]:
     """Fill the target's span sequentially ``passes`` times (PTS "write the device twice")."""
-    if runner is None:
-        from collectors.fio.runner import run_fio
-
-        runner = run_fio
     started = time.monotonic()
     runner(build_fill_job(settings, passes=passes), remote=remote, timeout=timeout)
     return {"passes": passes, "bytes": settings.size * passes,

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     fleet_workers: int | None = Field(
         default=None, ge=1, le=1024, description="processes of the local Dask cluster (default: one per core)"
     )
+    fio: str | None = Field(default=None, description="path of the fio binary (default: fio on PATH)")
+    spdk_plugin: str | None = Field(
+        default=None, description="SPDK's fio plugin (build/fio/spdk_nvme) for --engine spdk"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 
@@ -65,6 +69,11 @@ class Settings(BaseSettings):
         if not sep or scheme not in ("tcp", "tls") or not rest:
             raise ValueError(f"scheduler must look like tcp://HOST:8786, not {value!r}")
         return value
+
+    @field_validator("fio", "spdk_plugin")
+    @classmethod
+    def _empty_path_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @field_validator("api_token")
     @classmethod

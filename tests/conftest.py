@@ -11,6 +11,8 @@ import pytest
 from modeling.store import DataDir
 from service.config import get_settings
 
+pytest_plugins = ("tests.device_fixtures",)
+
 REPO = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"
 FIO_PLOT = TEST_DATA / "fio-plot"  # louwrentius/fio-plot results (BSD-3-Clause, LICENSE beside them)

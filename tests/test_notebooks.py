@@ -13,7 +13,8 @@ from nbclient import NotebookClient
 
 from collectors.ingest import ingest_paths
 from collectors.plans import grid_plan
-from collectors.sweep import SweepSettings, run_sweep
+from collectors.sweep import run_sweep
+from collectors.sweep_settings import SweepSettings
 from modeling.store import DataDir
 from tests.conftest import FIO_PLOT, REPO
 

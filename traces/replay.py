@@ -221,8 +221,9 @@ def replay(
     size: int = DEFAULT_SIZE,
     max_requests: int | None = None,
     timeout: float = 3600.0,
+    fio: str | None = None,
 ) -> ReplayResult:
-    """Replay a trace on ``target`` with fio; see the module docstring."""
+    """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH)."""
     if not 0.01 <= speed <= 100:
         raise InvalidInput("speed must be between 0.01 and 100")
     if lanes is not None and not 1 <= lanes <= MAX_LANES:
@@ -244,7 +245,7 @@ def replay(
                 f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\nthread=1\n"
                 f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
             )
-        run_fio(job, timeout=timeout)
+        run_fio(job, timeout=timeout, binary=fio)
         parts = []
         for lane in range(lanes):
             logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))

@@ -101,6 +101,7 @@ def validate_trace(
     model_version: str | None = None,
     registry: ModelRegistry | None = None,
     lanes: int | None = None,
+    fio: str | None = None,
 ) -> ValidationReport:
     """Characterise a trace, predict every window on ``device`` and compare with measurements."""
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
@@ -116,7 +117,8 @@ def validate_trace(
         from traces.replay import replay
 
         result = replay(
-            path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes
+            path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
+            fio=fio,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}

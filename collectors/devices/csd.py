@@ -44,13 +44,6 @@ _learned_lead: dict[str, float] = {}
 _lead_lock = threading.Lock()
 
 
-def validate_csd_path(path: str) -> str:
-    """Return ``path`` if it is external, internal or concurrent; else raise ``InvalidInput``."""
-    if path not in CSD_PATHS:
-        raise InvalidInput(f"unknown CSD path {path!r}; use one of {', '.join(CSD_PATHS)}")
-    return path
-
-
 @dataclass(frozen=True)
 class SideTiming:
     """When one side's fio process ran and when its I/O ran (host clock, epoch seconds)."""
@@ -192,13 +185,13 @@ def run_concurrent_timed(
 
 
 def run_concurrent(external_job: str, internal_job: str, remote: str, *, timeout: float,
-                   internal_lead_s: float | None = None) -> tuple[str, str]:
+                   internal_lead_s: float | None = None, runner: RunFio = run_fio) -> tuple[str, str]:
     """Run the host-side fio and the in-drive fio (via ``fio --client``) at the same time.
 
     Returns both JSON outputs; :func:`run_concurrent_timed` also returns the alignment.
     """
     run = run_concurrent_timed(external_job, internal_job, remote, timeout=timeout,
-                               internal_lead_s=internal_lead_s)
+                               internal_lead_s=internal_lead_s, runner=runner)
     return run.external_json, run.internal_json
 
 

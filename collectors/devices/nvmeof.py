@@ -13,7 +13,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -257,30 +257,6 @@ def attached(
 
 
 # -- SPDK fio plugin ---------------------------------------------------------------------
-
-
-def spdk_engine_available(
-    *,
-    plugin: Path | None = None,
-    fio: str = "fio",
-    run: Runner = subprocess.run,
-    env: Mapping[str, str] | None = None,
-) -> bool:
-    """Whether fio can use ``ioengine=spdk`` (built in, or through the plugin preloaded).
-
-    ``plugin`` is SPDK's ``build/fio/spdk_nvme``; without it, ``LD_PRELOAD`` from the
-    environment is used as it is.
-    """
-    environ = dict(os.environ if env is None else env)
-    if plugin is not None:
-        if not plugin.is_file():
-            return False
-        environ["LD_PRELOAD"] = str(plugin)
-    try:
-        proc = run([fio, "--enghelp=spdk"], capture_output=True, text=True, timeout=30, env=environ)
-    except (FileNotFoundError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
 
 
 def spdk_filename(target: NvmeofTarget) -> str:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Final
 
 from collectors.fio.jobs import ENGINES, render_job
+from collectors.fio.runner import run_fio
 from modeling.errors import FioError, FioOutputError, InvalidInput
+
+SPDK_PLUGIN_PLACES: Final = (
+    "/usr/local/lib/spdk_nvme", "/usr/lib/spdk/fio/spdk_nvme", "/opt/spdk/build/fio/spdk_nvme",
+)
+"""Where SPDK's fio plugin is looked for when no path is configured."""
 
 
 def build_probe_job(target: str, engine: str) -> str:
@@ -17,27 +23,15 @@ def build_probe_job(target: str, engine: str) -> str:
     return render_job(options, {"probe": {"rw": "read", "bs": "4k", "iodepth": "1"}})
 
 
-def spdk_plugin() -> str:
-    """Path of SPDK's fio plugin (``SSDPREDICT_SPDK_PLUGIN`` or a usual place); raises if absent."""
-    candidates = [os.environ.get("SSDPREDICT_SPDK_PLUGIN", "")] + [
-        "/usr/local/lib/spdk_nvme", "/usr/lib/spdk/fio/spdk_nvme", "/opt/spdk/build/fio/spdk_nvme",
-    ]
-    for candidate in candidates:
+def spdk_plugin(configured: str | None = None) -> str:
+    """Path of SPDK's fio plugin (``configured``, else a usual place); raises if absent."""
+    for candidate in (configured or "", *SPDK_PLUGIN_PLACES):
         if candidate and Path(candidate).is_file():
             return str(Path(candidate).resolve())
     raise InvalidInput(
         "engine spdk needs SPDK's fio plugin; build SPDK with --with-fio and set "
         "SSDPREDICT_SPDK_PLUGIN to its build/fio/spdk_nvme"
     )
-
-
-def spdk_available() -> bool:
-    """Whether SPDK's fio plugin is installed."""
-    try:
-        spdk_plugin()
-    except InvalidInput:
-        return False
-    return True
 
 
 Runner = Callable[..., str]
@@ -54,18 +48,22 @@ def _probe(target: str, remote: str | None, runner: Runner) -> str:
     return "psync"
 
 
-def resolve_engine(engine: str | None, target: str, *, remote: str | None = None,
-                   runner: Runner | None = None) -> str:
-    """``engine`` if given, else io_uring when it works on ``target``, else libaio (probed once)."""
-    if engine not in (None, "", "auto"):
-        assert engine is not None
-        if engine not in ENGINES:
-            raise InvalidInput(f"unknown engine {engine!r}; choose one of auto, {', '.join(ENGINES)}")
-        if engine == "spdk":
-            spdk_plugin()
-        return engine
-    if runner is None:
-        from collectors.fio.runner import run_fio
+def check_engine(engine: str | None) -> str | None:
+    """``engine`` if it is one of :data:`ENGINES`; ``None`` for auto (probe); else raise."""
+    if engine in (None, "", "auto"):
+        return None
+    assert engine is not None
+    if engine not in ENGINES:
+        raise InvalidInput(f"unknown engine {engine!r}; choose one of auto, {', '.join(ENGINES)}")
+    return engine
 
-        runner = run_fio
-    return _probe(target, remote, runner)
+
+def resolve_engine(engine: str | None, target: str, *, remote: str | None = None,
+                   runner: Runner = run_fio, spdk_plugin_path: str | None = None) -> str:
+    """``engine`` if given, else io_uring when it works on ``target``, else libaio (probed once)."""
+    chosen = check_engine(engine)
+    if chosen is None:
+        return _probe(target, remote, runner)
+    if chosen == "spdk":
+        spdk_plugin(spdk_plugin_path)
+    return chosen

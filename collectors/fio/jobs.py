@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from modeling.errors import InvalidInput
-from modeling.workload import Workload, format_size, parse_size
+from modeling.workload import Workload, format_size
 
 ENGINES: Final[tuple[str, ...]] = ("io_uring", "libaio", "psync", "spdk")
 """The I/O engines a sweep may use (``spdk`` only when its fio plugin is installed)."""
@@ -77,25 +77,6 @@ _SPDK_TRID = re.compile(
 )
 _FORBIDDEN = ("\n", "\r", "\0", "=", ";", "$", "#", "[", "]")
 _JOB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min)?\s*$")
-
-
-def parse_duration_ms(value: str | int | float) -> int:
-    """Parse ``500ms``, ``1s``, ``1.5s``, ``2m`` or a number of seconds into milliseconds."""
-    if isinstance(value, bool):
-        raise InvalidInput("a duration must be like '500ms' or '1s'")
-    if isinstance(value, (int, float)):
-        text = f"{value}s"
-    else:
-        text = str(value)
-    match = _DURATION.match(text)
-    if not match:
-        raise InvalidInput(f"invalid duration {value!r}: use e.g. '500ms', '1s' or '2m'")
-    number, unit = float(match.group(1)), match.group(2) or "s"
-    ms = number * {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000}[unit]
-    if not ms.is_integer():
-        raise InvalidInput(f"invalid duration {value!r}: not a whole number of milliseconds")
-    return int(ms)
 
 
 def check_option(name: str, value: object) -> str:
@@ -141,6 +122,7 @@ class JobSettings:
     ss_dur_ms: int = 5000
     ss_ramp_ms: int = 0
     mixed_reporting: bool = True
+    spdk_plugin: str | None = None  # path of SPDK's fio plugin, for engine spdk
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -150,6 +132,10 @@ class JobSettings:
         if self.size < 4096:
             raise InvalidInput("the span (size) must be at least 4 KiB")
         check_option("filename", self.target)
+        if self.engine == "spdk":
+            if not self.spdk_plugin:
+                raise InvalidInput("engine spdk needs the path of SPDK's fio plugin")
+            check_option("ioengine", self.spdk_plugin)
 
 
 def _percent(fraction: float) -> int:
@@ -193,11 +179,9 @@ def workload_options(workload: Workload) -> dict[str, str]:
 
 
 def _engine_options(settings: JobSettings) -> dict[str, str]:
-    if settings.engine == "spdk":
-        from collectors.fio.engines import spdk_plugin
-
+    if settings.engine == "spdk" and settings.spdk_plugin:
         # SPDK's plugin is loaded by path and needs fio's thread mode.
-        return {"ioengine": spdk_plugin(), "thread": "1"}
+        return {"ioengine": settings.spdk_plugin, "thread": "1"}
     return {"ioengine": settings.engine}
 
 
@@ -247,11 +231,3 @@ def build_fill_job(settings: JobSettings, *, passes: int = 2) -> str:
     }
     fill = {"rw": "write", "bs": "1m", "iodepth": "16", "numjobs": "1"}
     return render_job(options, {"precondition": fill})
-
-
-def size_option(value: str | int) -> int:
-    """Parse a span size (``256MiB``) into bytes, as a sweep setting."""
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,9 +15,9 @@ from modeling.errors import FioError, FioMissing, InvalidInput
 _REMOTE_RE = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]),?(?P<port>\d{1,5})?$")
 
 
-def fio_binary() -> str:
-    """Path of the fio binary; raises ``FioMissing`` with install advice when absent."""
-    path = os.environ.get("SSDPREDICT_FIO") or shutil.which("fio")
+def fio_binary(configured: str | None = None) -> str:
+    """Path of the fio binary (``configured``, else fio on PATH); raises ``FioMissing`` when absent."""
+    path = configured or shutil.which("fio")
     if not path or not Path(path).exists():
         raise FioMissing()
     return path
@@ -30,9 +29,9 @@ def _version(binary: str) -> str:
     return out.stdout.strip()
 
 
-def fio_version() -> str:
+def fio_version(binary: str | None = None) -> str:
     """The installed fio's version string, e.g. ``fio-3.33``."""
-    return _version(fio_binary())
+    return _version(fio_binary(binary))
 
 
 def parse_remote(remote: str) -> tuple[str, int]:
@@ -56,17 +55,19 @@ def run_fio(
     remote: str | None = None,
     timeout: float = 600.0,
     extra_args: Sequence[str] = (),
+    binary: str | None = None,
 ) -> str:
     """Run one fio job file and return its JSON output.
 
     ``job_text`` must come from :mod:`collectors.fio.jobs`, which builds it from
-    whitelisted options only.  ``remote`` sends the job to a ``fio --server``.
+    whitelisted options only.  ``remote`` sends the job to a ``fio --server``; ``binary``
+    is the configured fio (default: fio on PATH).
     """
-    binary = fio_binary()
+    fio = fio_binary(binary)
     with tempfile.TemporaryDirectory(prefix="ssdpredict-fio-") as tmp:
         job_file = Path(tmp) / "job.fio"
         job_file.write_text(job_text)
-        cmd = [binary, "--output-format=json", *extra_args]
+        cmd = [fio, "--output-format=json", *extra_args]
         if remote is not None:
             host, port = parse_remote(remote)
             cmd += [f"--client={host},{port}", str(job_file)]

@@ -6,8 +6,8 @@ import functools
 import json
 import math
 import sys
-from typing import Any, TypeVar
 from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -22,6 +22,10 @@ console = Console()
 err_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# Options shared by many commands, declared once.
+DeviceOption = Annotated[str, typer.Option("--device", "-d", help="device name (see `ssdpredict devices`)")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
 
 
 def datadir() -> DataDir:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from rich.table import Table
 
 from collectors.devices import describe_device, describe_devices
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import JsonOption, console, datadir, handle_errors, print_json
 
 devices_app = typer.Typer(
     invoke_without_command=True,
@@ -25,10 +27,7 @@ def _meta_text(metadata: dict) -> str:
 
 @devices_app.callback()
 @handle_errors
-def devices(
-    ctx: typer.Context,
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
-) -> None:
+def devices(ctx: typer.Context, json_output: JsonOption = False) -> None:
     """List the known devices with their class, metadata, sweeps, points and active model."""
     if ctx.invoked_subcommand is not None:
         return
@@ -54,8 +53,8 @@ def devices(
 @devices_app.command("show")
 @handle_errors
 def show(
-    name: str = typer.Argument(..., help="device name"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    name: Annotated[str, typer.Argument(help="device name")],
+    json_output: JsonOption = False,
 ) -> None:
     """Show one device: class, metadata and every sweep with its point count."""
     info = describe_device(datadir().catalog, name, with_sweeps=True)

@@ -2,20 +2,66 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from modeling.fleet import DeviceResult, FleetReport, dask_client, evaluate_fleet, select_devices, train_fleet
+from modeling.errors import InvalidInput
 from modeling.workload import METRICS
 from service.cli.common import console, datadir, err_console, print_json, progress_bar
 from service.config import get_settings
 
+if TYPE_CHECKING:  # modeling.fleet imports the training stack: only commands that train pay for it
+    from modeling.fleet import DeviceResult, FleetReport
 
-def split_names(devices: str | None) -> list[str]:
-    """Comma-separated names or globs, blanks dropped."""
+
+# The options of train and evaluate that choose and place many devices, declared once.
+OptionalDeviceOption = Annotated[
+    str | None, typer.Option("--device", "-d", help="one device (see `ssdpredict devices`)")
+]
+DevicesOption = Annotated[
+    str | None,
+    typer.Option("--devices", help="many devices, on Dask: names or globs, comma-separated (ssd-*,nvme0)"),
+]
+AllDevicesOption = Annotated[bool, typer.Option("--all", help="every device of the catalog, on Dask")]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER, else a local cluster)",
+    ),
+]
+WorkersOption = Annotated[
+    int | None, typer.Option("--workers", min=1, help="local cluster processes (default: one per core)")
+]
+CandidatesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--candidates", help="only these estimator kinds, untuned (fast): e.g. cart or cart,xgboost"
+    ),
+]
+
+
+def fleet_request(device: str | None, devices: str | None, all_devices: bool) -> list[str] | None:
+    """The names or globs of a many-device run, or None for the single ``--device``."""
+    if sum([device is not None, devices is not None, all_devices]) != 1:
+        raise InvalidInput("name exactly one of --device NAME, --devices A,B,GLOB* or --all")
+    if device is not None:
+        return None
     return [d.strip() for d in (devices or "").split(",") if d.strip()]
+
+
+def fit_options(features: str, candidates: str | None) -> dict[str, Any]:
+    """Training options from ``--features`` and ``--candidates`` (kinds: an untuned, fast training)."""
+    from modeling.features import feature_choice
+    from modeling.selection import candidates_of_kinds
+
+    feature_sets = feature_choice(features)
+    if candidates is None:
+        return {"feature_sets": feature_sets}
+    kinds = [k.strip() for k in candidates.split(",") if k.strip()]
+    return {"feature_sets": feature_sets, "candidates": candidates_of_kinds(kinds, feature_sets)}
 
 
 def train_many(
@@ -29,6 +75,8 @@ def train_many(
     **fit_kw: Any,
 ) -> None:
     """Train the named devices on Dask; exit status 1 when any failed."""
+    from modeling.fleet import select_devices, train_fleet
+
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
     report = _run(
@@ -83,6 +131,8 @@ def evaluate_many(
     **evaluate_kw: Any,
 ) -> None:
     """Evaluate the named devices on Dask; exit status 1 when any failed."""
+    from modeling.fleet import evaluate_fleet, select_devices
+
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
     report = _run(
@@ -116,6 +166,8 @@ def evaluate_many(
 
 
 def _run(devices: list[str], verb: str, scheduler: str | None, workers: int | None, work: Any) -> FleetReport:
+    from modeling.fleet import dask_client
+
     settings = get_settings()
     address = scheduler or settings.scheduler
     where = address or f"a local cluster of {workers or settings.fleet_workers or 'one worker per core'}"

@@ -10,7 +10,7 @@ import typer
 
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import DeviceOption, JsonOption, console, datadir, handle_errors, print_json
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
 
@@ -35,7 +35,7 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
 @handle_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="fio JSON files, CSV files, or folders of them")],
-    device: Annotated[str, typer.Option("--device", "-d", help="device name to store the points under")],
+    device: DeviceOption,
     device_class: Annotated[
         str | None,
         typer.Option("--class", help="class of a new device: ssd|raid|csd|nvmeof|pmem (default ssd)"),
@@ -43,7 +43,7 @@ def ingest(
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="print the stored sweep as JSON")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Import measurements (all or nothing): fio JSON files or folders, or CSV.
 

@@ -4,13 +4,41 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
+from modeling.errors import InvalidInput, NoModel
+from modeling.store import DataDir
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
-from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
+from service.cli.common import (
+    DeviceOption,
+    JsonOption,
+    console,
+    datadir,
+    handle_errors,
+    print_json,
+    progress_bar,
+)
+from service.cli.fleet import (
+    AllDevicesOption,
+    CandidatesOption,
+    DevicesOption,
+    OptionalDeviceOption,
+    SchedulerOption,
+    WorkersOption,
+    evaluate_many,
+    fit_options,
+    fleet_request,
+    train_many,
+)
+
+if TYPE_CHECKING:
+    from modeling.predict import Prediction
+
+FeaturesOption = Annotated[str, typer.Option(
+    "--features", help="feature set: extended, basic, or both (cross-validation chooses)")]
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
@@ -25,44 +53,29 @@ def register(app: typer.Typer) -> None:
 
 @handle_errors
 def train(
-    device: str | None = typer.Option(None, "--device", "-d", help="device to train"),
-    devices: str | None = typer.Option(
-        None, "--devices", help="devices to train on Dask: names or globs, comma-separated (ssd-*,nvme0)"
-    ),
-    all_devices: bool = typer.Option(False, "--all", help="train every device of the catalog on Dask"),
-    scheduler: str | None = typer.Option(
-        None,
-        "--scheduler",
-        help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER, else a local cluster)",
-    ),
-    workers: int | None = typer.Option(
-        None, "--workers", min=1, help="local cluster processes (default: one per core)"
-    ),
-    folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds for model selection"),
-    time_budget: float = typer.Option(60.0, min=0.0, help="seconds to spend tuning (whole device)"),
-    features: str = typer.Option(
-        "extended", "--features", help="feature set: extended, basic, or both (cross-validation chooses)"
-    ),
-    candidates: str | None = typer.Option(
-        None, "--candidates", help="only these estimator kinds, untuned (fast): e.g. cart or cart,xgboost"
-    ),
-    no_activate: bool = typer.Option(False, "--no-activate", help="register without activating"),
-    json_output: bool = typer.Option(False, "--json", help="print the new version(s) as JSON"),
+    device: OptionalDeviceOption = None,
+    devices: DevicesOption = None,
+    all_devices: AllDevicesOption = False,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
+    folds: Annotated[int, typer.Option(min=2, max=20, help="cross-validation folds for model selection")] = 5,
+    time_budget: Annotated[float, typer.Option(
+        min=0.0, help="seconds to spend tuning (whole device)")] = 60.0,
+    features: FeaturesOption = "extended",
+    candidates: CandidatesOption = None,
+    no_activate: Annotated[bool, typer.Option("--no-activate", help="register without activating")] = False,
+    json_output: JsonOption = False,
 ) -> None:
     """Train one model per metric (and per region) and register a new model version.
 
-    With --all or --devices the devices are trained in parallel on Dask, one task per
-    device; a device that fails is reported at the end (exit status 1) and the others go on.
+    With --all or --devices the devices train in parallel on Dask, one task per device; a
+    device that fails is reported at the end (exit status 1) and the others go on.
     """
-    from modeling.features import feature_choice
     from modeling.train import train_device
 
-    feature_sets = feature_choice(features)
-    fit_kw = _fit_options(feature_sets, candidates)
-    patterns = _fleet_request(device, devices, all_devices)
+    fit_kw = fit_options(features, candidates)
+    patterns = fleet_request(device, devices, all_devices)
     if patterns is not None:
-        from service.cli.fleet import train_many
-
         train_many(
             patterns,
             all_devices=all_devices,
@@ -96,29 +109,6 @@ def train(
     _print_manifest_summary(mv.manifest)
 
 
-def _fit_options(feature_sets: tuple[str, ...], candidates: str | None) -> dict[str, Any]:
-    """``feature_sets``, and an explicit candidate list when ``--candidates`` names kinds."""
-    if candidates is None:
-        return {"feature_sets": feature_sets}
-    from modeling.selection import candidates_of_kinds
-
-    kinds = [k.strip() for k in candidates.split(",") if k.strip()]
-    return {"feature_sets": feature_sets, "candidates": candidates_of_kinds(kinds, feature_sets)}
-
-
-def _fleet_request(device: str | None, devices: str | None, all_devices: bool) -> list[str] | None:
-    """The names or globs of a many-device run, or None for the single ``--device``."""
-    from modeling.errors import InvalidInput
-    from service.cli.fleet import split_names
-
-    given = sum([device is not None, devices is not None, all_devices])
-    if given != 1:
-        raise InvalidInput("name exactly one of --device NAME, --devices A,B,GLOB* or --all")
-    if device is not None:
-        return None
-    return split_names(devices)
-
-
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
     table = Table("metric", "mode", "estimator", "features", "CV MRE", "auto regions")
     for metric in METRICS:
@@ -135,43 +125,26 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
 
 @handle_errors
 def evaluate(
-    device: str | None = typer.Option(None, "--device", "-d", help="device to evaluate"),
-    devices: str | None = typer.Option(
-        None, "--devices", help="devices to evaluate on Dask: names or globs, comma-separated"
-    ),
-    all_devices: bool = typer.Option(False, "--all", help="evaluate every device of the catalog on Dask"),
-    scheduler: str | None = typer.Option(
-        None,
-        "--scheduler",
-        help="Dask scheduler tcp://HOST:8786 (default: SSDPREDICT_SCHEDULER, else a local cluster)",
-    ),
-    workers: int | None = typer.Option(
-        None, "--workers", min=1, help="local cluster processes (default: one per core)"
-    ),
-    folds: int = typer.Option(5, min=2, max=20, help="outer cross-validation folds"),
-    holdout: str | None = typer.Option(None, "--holdout", help="CSV of measured workloads to test on"),
-    time_budget: float = typer.Option(
-        30.0, min=0.0, help="seconds of tuning per training (one training per fold)"
-    ),
-    features: str = typer.Option(
-        "extended", "--features", help="feature set trained on: extended, basic, or both"
-    ),
-    candidates: str | None = typer.Option(
-        None, "--candidates", help="only these estimator kinds, untuned (fast): e.g. cart or cart,xgboost"
-    ),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    device: OptionalDeviceOption = None,
+    devices: DevicesOption = None,
+    all_devices: AllDevicesOption = False,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
+    folds: Annotated[int, typer.Option(min=2, max=20, help="outer cross-validation folds")] = 5,
+    holdout: Annotated[str | None, typer.Option(
+        "--holdout", help="CSV of measured workloads to test on")] = None,
+    time_budget: Annotated[float, typer.Option(
+        min=0.0, help="seconds of tuning per training (one training per fold)")] = 30.0,
+    features: FeaturesOption = "extended",
+    candidates: CandidatesOption = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
     from modeling.evaluate import evaluate_device
-    from modeling.features import feature_choice
 
-    feature_sets = feature_choice(features)
-    fit_kw = _fit_options(feature_sets, candidates)
-    patterns = _fleet_request(device, devices, all_devices)
+    fit_kw = fit_options(features, candidates)
+    patterns = fleet_request(device, devices, all_devices)
     if patterns is not None:
-        from modeling.errors import InvalidInput
-        from service.cli.fleet import evaluate_many
-
         if holdout is not None:
             raise InvalidInput("--holdout is for one --device; many devices are cross-validated")
         evaluate_many(
@@ -244,55 +217,63 @@ def evaluate(
 
 @handle_errors
 def predict(
-    device: str = typer.Option(..., "--device", "-d", help="device to predict for"),
-    write_ratio: float | None = typer.Option(None, help="fraction of writes, 0..1"),
-    queue_depth: int | None = typer.Option(None, help="I/Os in flight per job"),
-    request_size: str | None = typer.Option(None, help="bytes per request, e.g. 16k"),
-    randomness: float | None = typer.Option(None, help="fraction of random requests, 0..1"),
-    numjobs: int | None = typer.Option(None, help="parallel jobs"),
-    read_size: str | None = typer.Option(None, help="read request size"),
-    write_size: str | None = typer.Option(None, help="write request size"),
-    read_randomness: float | None = typer.Option(None, help="randomness of reads"),
-    write_randomness: float | None = typer.Option(None, help="randomness of writes"),
-    model: str = typer.Option("auto", help="auto, global or a region name"),
-    version: str | None = typer.Option(None, help="model version (default: the active one)"),
-    input_csv: str | None = typer.Option(None, "--input", "-i", help="CSV of workloads (ingest columns)"),
-    output: str | None = typer.Option(None, "--output", "-o", help="output CSV (default: stdout)"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    device: DeviceOption,
+    write_ratio: Annotated[float | None, typer.Option(help="fraction of writes, 0..1")] = None,
+    queue_depth: Annotated[int | None, typer.Option(help="I/Os in flight per job")] = None,
+    request_size: Annotated[str | None, typer.Option(help="bytes per request, e.g. 16k")] = None,
+    randomness: Annotated[float | None, typer.Option(help="fraction of random requests, 0..1")] = None,
+    numjobs: Annotated[int | None, typer.Option(help="parallel jobs")] = None,
+    read_size: Annotated[str | None, typer.Option(help="read request size")] = None,
+    write_size: Annotated[str | None, typer.Option(help="write request size")] = None,
+    read_randomness: Annotated[float | None, typer.Option(help="randomness of reads")] = None,
+    write_randomness: Annotated[float | None, typer.Option(help="randomness of writes")] = None,
+    model: Annotated[str, typer.Option(help="auto, global or a region name")] = "auto",
+    version: Annotated[str | None, typer.Option(help="model version (default: the active one)")] = None,
+    input_csv: Annotated[str | None, typer.Option(
+        "--input", "-i", help="CSV of workloads (ingest columns)")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="output CSV (default: stdout)")] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Predict the metrics of one workload, or of every row of a CSV file."""
-    from modeling.batch import predict_csv
     from modeling.predict import predict as predict_one
 
     data = datadir()
     if input_csv is not None:
-        frame = predict_csv(data, device, Path(input_csv), model=model, version=version)
-        if output is None:
-            frame.to_csv(sys.stdout, index=False)
-        else:
-            frame.to_csv(output, index=False)
-            console.print(f"wrote {len(frame)} predictions to {output}")
+        _predict_file(data, device, Path(input_csv), output, model=model, version=version)
         return
-    given = {
-        "write_ratio": write_ratio,
-        "queue_depth": queue_depth,
-        "request_size": request_size,
-        "randomness": randomness,
-        "numjobs": numjobs,
-        "read_size": read_size,
-        "write_size": write_size,
-        "read_randomness": read_randomness,
-        "write_randomness": write_randomness,
-    }
+    workload = _workload_from_options(
+        write_ratio=write_ratio, queue_depth=queue_depth, request_size=request_size, randomness=randomness,
+        numjobs=numjobs, read_size=read_size, write_size=write_size, read_randomness=read_randomness,
+        write_randomness=write_randomness,
+    )
+    result = predict_one(data, device, workload, model=model, version=version)
+    _present_prediction(device, workload, result, json_output)
+
+
+def _predict_file(data: DataDir, device: str, path: Path, output: str | None, *, model: str,
+                  version: str | None) -> None:
+    """Predict every row of a CSV file; the predictions go to ``output`` or stdout."""
+    from modeling.batch import predict_csv
+
+    frame = predict_csv(data, device, path, model=model, version=version)
+    if output is None:
+        frame.to_csv(sys.stdout, index=False)
+    else:
+        frame.to_csv(output, index=False)
+        console.print(f"wrote {len(frame)} predictions to {output}")
+
+
+def _workload_from_options(**given: Any) -> Workload:
+    """The workload of the ``--write-ratio``-style options; the four basic ones are required."""
     missing = [k for k in BASIC_FIELDS if given[k] is None]
     if missing:
-        from modeling.errors import InvalidInput
-
         raise InvalidInput(
             "missing " + ", ".join("--" + m.replace("_", "-") for m in missing) + " (or use --input FILE.csv)"
         )
-    workload = Workload.model_validate({k: v for k, v in given.items() if v is not None})
-    result = predict_one(data, device, workload, model=model, version=version)
+    return Workload.model_validate({k: v for k, v in given.items() if v is not None})
+
+
+def _present_prediction(device: str, workload: Workload, result: Prediction, json_output: bool) -> None:
     if json_output:
         print_json(
             {
@@ -326,10 +307,7 @@ def predict(
 
 @models_app.command("list")
 @handle_errors
-def list_versions(
-    device: str = typer.Option(..., "--device", "-d"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
-) -> None:
+def list_versions(device: DeviceOption, json_output: JsonOption = False) -> None:
     """List a device's model versions."""
     from modeling.registry import ModelRegistry
 
@@ -365,13 +343,11 @@ def list_versions(
 @models_app.command("show")
 @handle_errors
 def show(
-    device: str = typer.Option(..., "--device", "-d"),
-    version: str | None = typer.Argument(None, help="version (default: the active one)"),
-    json_output: bool = typer.Option(False, "--json", help="print JSON"),
+    device: DeviceOption,
+    version: Annotated[str | None, typer.Argument(help="version (default: the active one)")] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Show a model version's manifest: estimators, parameters, data hash, CV errors."""
-    from modeling.errors import NoModel
-
     catalog = datadir().catalog
     if version is None:
         mv = catalog.active_model_version(device)
@@ -398,8 +374,8 @@ def show(
 @models_app.command("activate")
 @handle_errors
 def activate(
-    device: str = typer.Option(..., "--device", "-d"),
-    version: str = typer.Argument(..., help="version to make active"),
+    device: DeviceOption,
+    version: Annotated[str, typer.Argument(help="version to make active")],
 ) -> None:
     """Make a model version the active one (rollback or roll forward)."""
     from modeling.registry import ModelRegistry

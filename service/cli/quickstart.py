@@ -1,19 +1,21 @@
 """CLI: ``ssdpredict quickstart``, the main job that ``make run`` runs.
 
 Sweep a scratch file in the data directory with the quick plan, train, print the accuracy
-table, then serve the API. Each step reuses what is already there: a finished identical
-sweep is not measured again, and a model trained on the same sweeps is not retrained.
+table, then serve the API; the steps are :mod:`collectors.quickstart`'s, and each reuses
+what is already there.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
+from modeling.store import DataDir
 from modeling.workload import METRICS, Workload
-from service.cli.common import console, datadir, handle_errors, progress_bar
+from service.cli.common import DeviceOption, console, datadir, handle_errors, progress_bar
 from service.config import get_settings
 
 
@@ -24,61 +26,58 @@ def register(app: typer.Typer) -> None:
 
 @handle_errors
 def quickstart(
-    device: str = typer.Option("local-scratch", help="device name for the scratch file"),
-    size: str = typer.Option("256MiB", help="scratch file size"),
-    runtime: str = typer.Option("1s", help="fio runtime per point"),
-    plan_name: str = typer.Option("quick", "--plan", help="plan preset or .toml plan file"),
-    folds: int = typer.Option(5, min=2, max=20, help="cross-validation folds"),
-    time_budget: float = typer.Option(60.0, min=1.0, help="seconds for model tuning"),
-    host: str = typer.Option("127.0.0.1", help="address to serve on"),
-    port: int = typer.Option(8000, help="port to serve on"),
-    serve: bool = typer.Option(True, "--serve/--no-serve", help="start the API at the end"),
+    device: DeviceOption = "local-scratch",
+    size: Annotated[str, typer.Option(help="scratch file size")] = "256MiB",
+    runtime: Annotated[str, typer.Option(help="fio runtime per point")] = "1s",
+    plan_name: Annotated[str, typer.Option("--plan", help="plan preset or .toml plan file")] = "quick",
+    folds: Annotated[int, typer.Option(min=2, max=20, help="cross-validation folds")] = 5,
+    time_budget: Annotated[float, typer.Option(min=1.0, help="seconds for model tuning")] = 60.0,
+    host: Annotated[str, typer.Option(help="address to serve on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to serve on")] = 8000,
+    serve: Annotated[bool, typer.Option("--serve/--no-serve", help="start the API at the end")] = True,
 ) -> None:
     """Sweep a local scratch file, train, report accuracy and serve the API."""
-    # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
-    import uvicorn
-
-    from collectors.plans import build_plan
-    from collectors.sweep import SweepSettings, run_sweep
-    from modeling.evaluate import evaluate_device
-    from modeling.train import train_device
-
     data = datadir()
-    target = data.scratch_dir / f"{device}.img"
-    data.scratch_dir.mkdir(parents=True, exist_ok=True)
     console.print(f"data directory: {data.root}")
+    _sweep_step(data, device, plan_name, size=size, runtime=runtime)
+    _train_step(data, device, folds=folds, time_budget=time_budget)
+    _accuracy_step(data, device, folds=folds, time_budget=time_budget)
+    if serve:
+        _serve_step(device, host, port)
 
+
+def _sweep_step(data: DataDir, device: str, plan_name: str, *, size: str, runtime: str) -> None:
+    # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
+    from collectors.plans import build_plan
+    from collectors.quickstart import scratch_settings, sweep_scratch
+
+    settings = scratch_settings(data, device, size=size, runtime=runtime, fio=get_settings().fio)
     plan = build_plan(plan_name)
-    console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {target}")
-    settings = SweepSettings(target=str(target), runtime=runtime, size=size)
+    console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {settings.target}")
     with progress_bar() as bar:
         task = bar.add_task("sweep", total=len(plan.points))
 
         def advance(done: int, total: int, workload: Workload) -> None:
             bar.update(task, completed=done, total=total)
 
-        sweep = run_sweep(
-            data, device, plan, settings,
-            device_class="ssd",
-            metadata={"kind": "scratch file", "target": str(target)},
-            progress=advance,
-        )
+        sweep = sweep_scratch(data, device, plan, settings, progress=advance)
     console.print(f"sweep {sweep.id}: {sweep.n_points} points stored")
 
+
+def _train_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> None:
+    from collectors.quickstart import train_unless_current
+
     console.rule("[bold]2/3 train[/]")
-    catalog = data.catalog
-    sweep_ids = sorted(s.id for s in catalog.list_sweeps(device) if s.status == "complete")
-    active = catalog.active_model_version(device)
-    if active is not None and sorted(active.manifest.get("data", {}).get("sweep_ids", [])) == sweep_ids:
-        console.print(f"model {active.version} is already trained on these sweeps; reusing it")
-        version = active.version
+    version, reused = train_unless_current(data, device, folds=folds, time_budget_s=time_budget,
+                                           progress=lambda msg, frac: console.print(f"  {msg}"))
+    if reused:
+        console.print(f"model {version} is already trained on these sweeps; reusing it")
     else:
-        trained = train_device(
-            data, device, folds=folds, time_budget_s=time_budget,
-            progress=lambda msg, frac: console.print(f"  {msg}"),
-        )
-        version = trained.version
         console.print(f"trained and activated model {version}")
+
+
+def _accuracy_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> None:
+    from modeling.evaluate import evaluate_device
 
     console.rule(f"[bold]3/3 accuracy[/] ({folds}-fold cross-validation, held-out points)")
     report = evaluate_device(data, device, folds=folds, time_budget_s=time_budget).to_dict()
@@ -92,8 +91,10 @@ def quickstart(
     if noise:
         console.print(f"repeat noise floor: {json.dumps(noise)}")
 
-    if not serve:
-        return
+
+def _serve_step(device: str, host: str, port: int) -> None:
+    import uvicorn
+
     token = get_settings().api_token
     console.rule("[bold]serving[/]")
     console.print(
@@ -111,4 +112,3 @@ def quickstart(
     )
     console.print(f"docs: http://{host}:{port}/docs   (Ctrl-C stops the service)")
     uvicorn.run("service.api.main:app", host=host, port=port, log_level="info")
-

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from modeling.errors import InvalidInput
 from modeling.workload import Workload, format_size, parse_size
-from service.cli.common import console, datadir, handle_errors, print_json, progress_bar
+from service.cli.common import (
+    DeviceOption,
+    JsonOption,
+    console,
+    datadir,
+    handle_errors,
+    print_json,
+    progress_bar,
+)
+from service.config import get_settings
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from modeling.store import Sweep
 
 
 def register(app: typer.Typer) -> None:
@@ -26,120 +40,124 @@ def _list(text: str | None, parse: Callable[[str], Any], what: str) -> list[Any]
         raise InvalidInput(f"invalid --{what} {text!r}: {exc}") from exc
 
 
+def _value_lists(**texts: str | None) -> dict[str, list[Any]]:
+    """The ``--write-ratios 0,0.5,1``-style options as value lists (only those given)."""
+    parsers: dict[str, Callable[[str], Any]] = {
+        "write_ratios": float, "queue_depths": int, "sizes": parse_size, "randomness": float, "numjobs": int,
+    }
+    lists = {name: _list(text, parsers[name], name.replace("_", "-")) for name, text in texts.items()}
+    return {name: values for name, values in lists.items() if values}
+
+
 @handle_errors
 def sweep(
-    device: str = typer.Option(..., "--device", "-d", help="device name to store the points under"),
-    target: str = typer.Option("", "--target", "-t", help="file or block device to measure"),
-    plan: str | None = typer.Option(
-        None, help="quick|pts|nvmeof|grid|lhs|random|adaptive or a plan FILE.toml "
-        "(default quick; nvmeof for --class nvmeof)"),
-    runtime: str = typer.Option("1s", help="fio runtime per point, e.g. 500ms, 1s"),
-    ramp: str = typer.Option("0ms", help="fio ramp time per point"),
-    size: str = typer.Option("256MiB", help="span of the target to use (a file is created at this size)"),
-    offset: str = typer.Option("0", help="start of the span"),
-    destroy_data: bool = typer.Option(False, "--destroy-data",
-                                      help="allow writing over a block device's data"),
-    device_class: str = typer.Option("ssd", "--class", help="ssd|raid|csd|nvmeof|pmem"),
-    csd_path: str | None = typer.Option(None, help="external|internal|concurrent (class csd)"),
-    internal_target: str | None = typer.Option(None, help="path inside the CSD for internal/concurrent"),
-    remote: str | None = typer.Option(None, help="HOST:PORT of a fio --server to run the jobs on"),
-    nvmeof_transport: str | None = typer.Option(None, help="tcp or rdma: attach with nvme connect"),
-    nvmeof_address: str | None = typer.Option(None, help="NVMe-oF target address"),
-    nvmeof_port: int = typer.Option(4420, help="NVMe-oF target port"),
-    nvmeof_nqn: str | None = typer.Option(None, help="NVMe-oF subsystem NQN"),
-    nvmeof_nsid: int = typer.Option(1, help="NVMe-oF namespace id"),
-    raid_level: str | None = typer.Option(None, help="RAID level (hardware/GPU/software RAID)"),
-    raid_members: str | None = typer.Option(None, help="member devices or count"),
-    raid_chunk: str | None = typer.Option(None, help="RAID chunk size, e.g. 512k"),
-    raid_kind: str | None = typer.Option(None, help="hardware|gpu|software (md arrays are read from sysfs)"),
-    raid_controller: str | None = typer.Option(None, help="RAID controller, e.g. 'GRAID SR-1010'"),
-    raid_vendor: str | None = typer.Option(None, help="RAID vendor"),
-    repeats: int = typer.Option(1, help="measure each point N times"),
-    precondition: bool = typer.Option(False, "--precondition", help="fill the span sequentially first"),
-    precondition_passes: int = typer.Option(2, help="sequential fills for --precondition"),
-    steady_state: bool = typer.Option(False, "--steady-state", help="measure each point at steady state"),
-    steady_state_rule: str = typer.Option("fio", help="fio (fio's steadystate) or pts (5-round window)"),
-    engine: str = typer.Option("auto", help="auto|io_uring|libaio|psync|spdk"),
-    seed: int | None = typer.Option(None, help="seed of the point order (and sampled plans)"),
-    budget: int | None = typer.Option(None, help="points for --plan adaptive/lhs/random"),
-    points: int | None = typer.Option(None, help="measure only the first N points of the plan"),
-    write_ratios: str | None = typer.Option(None, help="value list, e.g. 0,0.5,1"),
-    queue_depths: str | None = typer.Option(None, help="value list, e.g. 1,8,32"),
-    sizes: str | None = typer.Option(None, help="value list, e.g. 4k,64k"),
-    randomness: str | None = typer.Option(None, help="value list, e.g. 0,1"),
-    numjobs: str | None = typer.Option(None, help="value list, e.g. 1,4"),
-    json_output: bool = typer.Option(False, "--json", help="print the sweep as JSON"),
+    device: DeviceOption,
+    target: Annotated[str, typer.Option("--target", "-t", help="file or block device to measure")] = "",
+    plan: Annotated[str | None, typer.Option(
+        help="quick|pts|nvmeof|grid|lhs|random|adaptive or a plan FILE.toml "
+        "(default quick; nvmeof for --class nvmeof)")] = None,
+    runtime: Annotated[str, typer.Option(help="fio runtime per point, e.g. 500ms, 1s")] = "1s",
+    ramp: Annotated[str, typer.Option(help="fio ramp time per point")] = "0ms",
+    size: Annotated[str, typer.Option(help="span of the target to use (a file is created at this size)")
+                    ] = "256MiB",
+    offset: Annotated[str, typer.Option(help="start of the span")] = "0",
+    destroy_data: Annotated[bool, typer.Option("--destroy-data",
+                                               help="allow writing over a block device's data")] = False,
+    device_class: Annotated[str, typer.Option("--class", help="ssd|raid|csd|nvmeof|pmem")] = "ssd",
+    csd_path: Annotated[str | None, typer.Option(help="external|internal|concurrent (class csd)")] = None,
+    internal_target: Annotated[str | None, typer.Option(
+        help="path inside the CSD for internal/concurrent")] = None,
+    remote: Annotated[str | None, typer.Option(help="HOST:PORT of a fio --server to run the jobs on")] = None,
+    nvmeof_transport: Annotated[str | None, typer.Option(
+        help="tcp or rdma: attach with nvme connect")] = None,
+    nvmeof_address: Annotated[str | None, typer.Option(help="NVMe-oF target address")] = None,
+    nvmeof_port: Annotated[int, typer.Option(help="NVMe-oF target port")] = 4420,
+    nvmeof_nqn: Annotated[str | None, typer.Option(help="NVMe-oF subsystem NQN")] = None,
+    nvmeof_nsid: Annotated[int, typer.Option(help="NVMe-oF namespace id")] = 1,
+    raid_level: Annotated[str | None, typer.Option(help="RAID level (hardware/GPU/software RAID)")] = None,
+    raid_members: Annotated[str | None, typer.Option(help="member devices or count")] = None,
+    raid_chunk: Annotated[str | None, typer.Option(help="RAID chunk size, e.g. 512k")] = None,
+    raid_kind: Annotated[str | None, typer.Option(
+        help="hardware|gpu|software (md arrays are read from sysfs)")] = None,
+    raid_controller: Annotated[str | None, typer.Option(help="RAID controller, e.g. 'GRAID SR-1010'")] = None,
+    raid_vendor: Annotated[str | None, typer.Option(help="RAID vendor")] = None,
+    repeats: Annotated[int, typer.Option(help="measure each point N times")] = 1,
+    precondition: Annotated[bool, typer.Option("--precondition",
+                                               help="fill the span sequentially first")] = False,
+    precondition_passes: Annotated[int, typer.Option(help="sequential fills for --precondition")] = 2,
+    steady_state: Annotated[bool, typer.Option("--steady-state",
+                                               help="measure each point at steady state")] = False,
+    steady_state_rule: Annotated[str, typer.Option(
+        help="fio (fio's steadystate) or pts (5-round window)")] = "fio",
+    engine: Annotated[str, typer.Option(help="auto|io_uring|libaio|psync|spdk")] = "auto",
+    seed: Annotated[int | None, typer.Option(help="seed of the point order (and sampled plans)")] = None,
+    budget: Annotated[int | None, typer.Option(help="points for --plan adaptive/lhs/random")] = None,
+    points: Annotated[int | None, typer.Option(help="measure only the first N points of the plan")] = None,
+    write_ratios: Annotated[str | None, typer.Option(help="value list, e.g. 0,0.5,1")] = None,
+    queue_depths: Annotated[str | None, typer.Option(help="value list, e.g. 1,8,32")] = None,
+    sizes: Annotated[str | None, typer.Option(help="value list, e.g. 4k,64k")] = None,
+    randomness: Annotated[str | None, typer.Option(help="value list, e.g. 0,1")] = None,
+    numjobs: Annotated[str | None, typer.Option(help="value list, e.g. 1,4")] = None,
+    json_output: JsonOption = False,
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
     # Imported here so that `ssdpredict --help` does not pay for scipy.
-    from collectors.plans import build_plan
-    from collectors.sweep import SweepSettings, run_sweep
+    from collectors.sweep import run_sweep, sweep_plan
+    from collectors.sweep_settings import SweepSettings, nvmeof_target
 
-    nvmeof = None
-    if nvmeof_address or nvmeof_nqn or nvmeof_transport:
-        if not (nvmeof_address and nvmeof_nqn):
-            raise InvalidInput("attaching NVMe-oF needs --nvmeof-address and --nvmeof-nqn")
-        from collectors.devices.nvmeof import NvmeofTarget
-
-        nvmeof = NvmeofTarget.model_validate(
-            {"transport": nvmeof_transport or "tcp", "address": nvmeof_address, "port": nvmeof_port,
-             "nqn": nvmeof_nqn, "nsid": nvmeof_nsid})
-    elif not target:
-        raise InvalidInput("--target is required (a file or block device), or --nvmeof-address/--nvmeof-nqn")
-    lists = {
-        "write_ratios": _list(write_ratios, float, "write-ratios"),
-        "queue_depths": _list(queue_depths, int, "queue-depths"),
-        "sizes": _list(sizes, parse_size, "sizes"),
-        "randomness": _list(randomness, float, "randomness"),
-        "numjobs": _list(numjobs, int, "numjobs"),
-    }
-    values = {name: vals for name, vals in lists.items() if vals}
-    data = datadir()
-    kind = plan or ("nvmeof" if device_class == "nvmeof" else "quick")
-    measurements = None
-    if kind == "adaptive":
-        names = {d.name for d in data.catalog.list_devices()}
-        measurements = data.catalog.measurements(device) if device in names else None
-    the_plan = build_plan(kind, values=values, n=budget, seed=seed, measurements=measurements).head(points)
+    config = get_settings()
     settings = SweepSettings(
-        target=target, engine=None if engine == "auto" else engine, runtime=runtime, ramp=ramp,
-        size=size, offset=offset, remote=remote, destroy_data=destroy_data, repeats=repeats,
-        precondition=precondition, precondition_passes=precondition_passes, steady_state=steady_state,
+        target=target, device_class=device_class, engine=engine, runtime=runtime, ramp=ramp, size=size,
+        offset=offset, remote=remote, destroy_data=destroy_data, repeats=repeats, precondition=precondition,
+        precondition_passes=precondition_passes, steady_state=steady_state,
         steady_state_rule=steady_state_rule, csd_path=csd_path, internal_target=internal_target,
-        nvmeof=nvmeof,
+        nvmeof=nvmeof_target(nvmeof_transport, nvmeof_address, nvmeof_port, nvmeof_nqn, nvmeof_nsid),
+        raid={"level": raid_level, "members": raid_members, "chunk": raid_chunk, "kind": raid_kind,
+              "controller": raid_controller, "vendor": raid_vendor},
+        fio=config.fio, spdk_plugin=config.spdk_plugin,
     )
-    raid = {"level": raid_level, "members": raid_members, "chunk": raid_chunk, "kind": raid_kind,
-            "controller": raid_controller, "vendor": raid_vendor}
-    if device_class != "raid" and any(raid.values()):
-        raise InvalidInput("--raid-* options need --class raid")
+    data = datadir()
+    values = _value_lists(write_ratios=write_ratios, queue_depths=queue_depths, sizes=sizes,
+                          randomness=randomness, numjobs=numjobs)
+    the_plan = sweep_plan(data, device, device_class, kind=plan, values=values, budget=budget, seed=seed,
+                          points=points)
     if not json_output:
+        where = target or f"NVMe-oF {nvmeof_nqn}"
         console.print(f"plan {the_plan.name}: {len(the_plan)} points x {repeats} repeat(s) on "
-                      f"{target or 'NVMe-oF ' + str(nvmeof_nqn)}, runtime {runtime}")
+                      f"{where}, runtime {runtime}")
     with progress_bar(quiet=json_output) as bar:
-        task = bar.add_task("sweep", total=len(the_plan) * repeats)
-        started: list[bool] = []
+        result = run_sweep(data, device, the_plan, settings,
+                           progress=_progress(bar, len(the_plan) * repeats))
+    _present(device, the_plan.name, result, json_output)
 
-        def advance(done: int, total: int, workload: Workload) -> None:
-            label = (f"wr {workload.write_ratio:g} qd {workload.queue_depth} "
-                     f"{format_size(workload.request_size)} rnd {workload.randomness:g}")
-            if not started:
-                # a resumed sweep starts part-way: do not count the jump in the ETA's speed
-                bar.reset(task, total=total, completed=done, description=label)
-                started.append(True)
-            bar.update(task, completed=done, total=total, description=label)
 
-        result = run_sweep(data, device, the_plan, settings, device_class=device_class,
-                           progress=advance, raid=raid if device_class == "raid" else None)
-    summary = {"device": device, "sweep_id": result.id, "status": result.status,
-               "points": result.n_points, "planned": result.n_planned, "plan": the_plan.name,
-               "engine": result.info.get("engine"), "target": result.target,
-               "repeat_cv": result.info.get("repeat_cv")}
+def _progress(bar: Progress, total: int) -> Callable[[int, int, Workload], None]:
+    """The sweep's progress callback: the current point's workload as the bar's label."""
+    task = bar.add_task("sweep", total=total)
+    started: list[bool] = []
+
+    def advance(done: int, total: int, workload: Workload) -> None:
+        label = (f"wr {workload.write_ratio:g} qd {workload.queue_depth} "
+                 f"{format_size(workload.request_size)} rnd {workload.randomness:g}")
+        if not started:
+            # a resumed sweep starts part-way: do not count the jump in the ETA's speed
+            bar.reset(task, total=total, completed=done, description=label)
+            started.append(True)
+        bar.update(task, completed=done, total=total, description=label)
+
+    return advance
+
+
+def _present(device: str, plan_name: str, result: Sweep, json_output: bool) -> None:
+    repeat_cv = result.info.get("repeat_cv") or {}
     if json_output:
-        print_json(summary)
+        print_json({"device": device, "sweep_id": result.id, "status": result.status,
+                    "points": result.n_points, "planned": result.n_planned, "plan": plan_name,
+                    "engine": result.info.get("engine"), "target": result.target,
+                    "repeat_cv": result.info.get("repeat_cv")})
         return
     console.print(f"sweep {result.id} of {device}: {result.n_points}/{result.n_planned} points stored "
-                  f"({result.status}, engine {summary['engine']})")
-    for metric, stats in (result.info.get("repeat_cv") or {}).items():
+                  f"({result.status}, engine {result.info.get('engine')})")
+    for metric, stats in repeat_cv.items():
         console.print(f"  repeat CV {metric}: mean {100 * stats['mean']:.1f} %, "
                       f"median {100 * stats['median']:.1f} %, max {100 * stats['max']:.1f} %")
-

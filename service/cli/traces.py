@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from service.cli.common import console, datadir, handle_errors, print_json
+from service.cli.common import DeviceOption, JsonOption, console, datadir, handle_errors, print_json
+from service.config import get_settings
 
 trace_app = typer.Typer(
     help="Block traces: characterise, capture, replay and validate.", no_args_is_help=True
@@ -51,7 +52,7 @@ def characterize_cmd(
     fmt: FormatOpt = "auto",
     window: WindowOpt = "1s",
     window_requests: WindowReqOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_out: JsonOption = False,
     output: Annotated[
         Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
     ] = None,
@@ -111,7 +112,7 @@ def replay_cmd(
     speed: Annotated[float, typer.Option("--speed", help="time scale: 2.0 replays twice as fast")] = 1.0,
     window: WindowOpt = "1s",
     lanes: LanesOpt = None,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: JsonOption = False,
 ) -> None:
     """Replay a trace with fio on a target and measure it per window."""
     from traces.replay import replay
@@ -124,6 +125,7 @@ def replay_cmd(
         speed=speed,
         window_s=parse_duration(window),
         lanes=lanes,
+        fio=get_settings().fio,
     )
     if json_out:
         print_json(result.to_dict())
@@ -143,7 +145,7 @@ def replay_cmd(
 @handle_errors
 def validate_cmd(
     file: Annotated[Path, typer.Argument(help="trace file")],
-    device: Annotated[str, typer.Option("--device", help="device whose model predicts")],
+    device: DeviceOption,
     target: Annotated[
         Optional[str], typer.Option("--target", help="replay on this target to measure")
     ] = None,
@@ -156,7 +158,7 @@ def validate_cmd(
     plot: Annotated[
         Optional[Path], typer.Option("--plot", help="PNG path (default: FILE.validation.png)")
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json")] = False,
+    json_out: JsonOption = False,
     output: Annotated[
         Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
     ] = None,
@@ -177,6 +179,7 @@ def validate_cmd(
         speed=speed,
         plot_path=png,
         lanes=lanes,
+        fio=get_settings().fio,
     )
     if output is not None:
         report.windows.to_csv(output, index=False)

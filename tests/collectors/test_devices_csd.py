@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import math
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,39 +14,7 @@ from collectors.ingest import ingest_bytes
 from collectors.fio.runner import run_fio
 from modeling.errors import FioError, InvalidInput
 from modeling.store import DataDir
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real `fio --server` on 127.0.0.1 (the CSD's in-drive fio); killed afterwards."""
-    port = _free_port()
-    cwd = tmp_path_factory.mktemp("fio-server")
-    proc = subprocess.Popen([fio_available, f"--server=127.0.0.1,{port}"], cwd=cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"fio --server did not start listening on port {port}")
-                time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+from tests.device_fixtures import free_port
 
 
 def job(path: Path, rw: str = "randread", runtime: str = "1s") -> str:
@@ -105,7 +70,7 @@ def test_concurrent_runs_both_sides_at_once_and_sums_them(fio_server: str, tmp_p
 
 
 def test_concurrent_failure_names_the_side(fio_server: str, tmp_path: Path) -> None:
-    dead = f"127.0.0.1:{_free_port()}"  # nothing listens there
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens there
     with pytest.raises(FioError, match="^internal side: fio failed"):
         run_concurrent(job(tmp_path / "a.dat", runtime="500ms"), job(tmp_path / "b.dat"), dead, timeout=30,
                        internal_lead_s=0.0)

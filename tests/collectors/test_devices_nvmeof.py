@@ -16,7 +16,6 @@ from collectors.devices.nvmeof import (
     NvmeofTarget,
     attached,
     find_namespace,
-    spdk_engine_available,
     spdk_filename,
 )
 from modeling.errors import DeviceUnavailable
@@ -219,25 +218,3 @@ def test_spdk_filename_from_validated_parts() -> None:
     assert spdk_filename(v6) == (
         "trtype=RDMA adrfam=IPv6 traddr=fd00\\:\\:2 trsvcid=4421 subnqn=nqn.2016-06.io.spdk\\:cnode1 ns=3"
     )
-
-
-def test_fake_spdk_engine_probe_commands(tmp_path: Path) -> None:
-    calls: list[tuple[list[str], str | None]] = []
-
-    def fio(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
-        calls.append((cmd, kwargs["env"].get("LD_PRELOAD")))
-        ok = kwargs["env"].get("LD_PRELOAD") is not None
-        return subprocess.CompletedProcess(cmd, 0 if ok else 1, "", "" if ok else "engine spdk not loadable")
-
-    plugin = tmp_path / "spdk_nvme"
-    plugin.write_bytes(b"\x7fELF")
-    assert spdk_engine_available(fio="/usr/bin/fio", run=fio, env={}) is False
-    assert spdk_engine_available(plugin=plugin, fio="/usr/bin/fio", run=fio, env={}) is True
-    assert spdk_engine_available(plugin=tmp_path / "missing", fio="/usr/bin/fio", run=fio, env={}) is False
-    probe = ["/usr/bin/fio", "--enghelp=spdk"]
-    assert calls == [(probe, None), (probe, str(plugin))]
-
-
-def test_spdk_engine_is_absent_from_this_machines_fio(fio_available: str) -> None:
-    # real fio 3.33 from Debian has no spdk engine: the probe must say so
-    assert spdk_engine_available(fio=fio_available, env={"PATH": os.environ.get("PATH", "")}) is False

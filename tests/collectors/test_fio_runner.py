@@ -9,10 +9,10 @@ from modeling.errors import FioError, FioMissing, InvalidInput
 
 
 def test_missing_fio_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SSDPREDICT_FIO", "/nonexistent/fio")
     with pytest.raises(FioMissing, match="apt-get install fio"):
-        fio_binary()
-    monkeypatch.delenv("SSDPREDICT_FIO")
+        fio_binary("/nonexistent/fio")
+    with pytest.raises(FioMissing, match="apt-get install fio"):
+        run_fio("[x]\nrw=read\n", binary="/nonexistent/fio")
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(FioMissing):
         run_fio("[x]\nrw=read\n")

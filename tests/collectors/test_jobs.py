@@ -12,13 +12,13 @@ from collectors.fio.jobs import (
     build_fill_job,
     build_job,
     check_option,
-    parse_duration_ms,
     render_job,
     workload_options,
 )
 from collectors.fio.results import parse_fio_output, workload_from_options
 from collectors.fio.runner import run_fio
 from collectors.safety import prepare_file
+from collectors.sweep_settings import parse_duration_ms
 from modeling.errors import FioError, InvalidInput
 from modeling.workload import Workload
 
@@ -120,10 +120,11 @@ def test_bad_durations(bad: str) -> None:
         parse_duration_ms(bad)
 
 
-def test_spdk_is_refused_when_its_plugin_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SSDPREDICT_SPDK_PLUGIN", "/nonexistent/spdk_nvme")
+def test_spdk_is_refused_when_its_plugin_is_missing() -> None:
     with pytest.raises(InvalidInput, match="SPDK"):
-        resolve_engine("spdk", "/tmp/x")
+        resolve_engine("spdk", "/tmp/x", spdk_plugin_path="/nonexistent/spdk_nvme")
+    with pytest.raises(InvalidInput, match="SPDK"):
+        JobSettings(target="/tmp/x", engine="spdk")
     with pytest.raises(InvalidInput, match="unknown engine"):
         resolve_engine("windowsaio", "/tmp/x")
 

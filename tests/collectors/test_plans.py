@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.plan_files import load_plan_toml
+from collectors.plans import load_plan_toml
 from collectors.plans import (
     PTS_SIZES,
     PTS_WRITE_RATIOS,

@@ -8,17 +8,16 @@ from pathlib import Path
 import pytest
 
 from collectors.safety import check_target, magic_signatures, prepare_file
-from collectors.sweep import SweepSettings, run_sweep
+from collectors.sweep import run_sweep
+from collectors.sweep_settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import DataDir
-from tests.collectors.core_fixtures import make_loop, mkfs_ext4, sha256_of, tiny_plan, write_mbr
-
-__all__ = ["make_loop"]  # fixture used by name below
+from tests.device_fixtures import mkfs_ext4, sha256_of, tiny_plan, write_mbr
 
 
 @pytest.mark.fio
 def test_sweep_refuses_loop_device_with_filesystem_and_leaves_it_untouched(
-    make_loop, datadir: DataDir, fio_available: str  # noqa: F811
+    make_loop, datadir: DataDir, fio_available: str
 ) -> None:
     dev = make_loop(mkfs_ext4)
     before = sha256_of(dev)
@@ -32,7 +31,7 @@ def test_sweep_refuses_loop_device_with_filesystem_and_leaves_it_untouched(
     assert all(s.n_points == 0 for d in catalog.list_devices() for s in catalog.list_sweeps(d.name))
 
 
-def test_partitions_and_partition_table_are_refused(make_loop) -> None:  # noqa: F811
+def test_partitions_and_partition_table_are_refused(make_loop) -> None:
     dev = make_loop(write_mbr, partitions=True)
     with pytest.raises(UnsafeTarget) as err:
         check_target(dev)
@@ -41,7 +40,7 @@ def test_partitions_and_partition_table_are_refused(make_loop) -> None:  # noqa:
     assert any("dos" in r for r in reasons)  # blkid's partition-table type
 
 
-def test_mounted_device_is_refused(make_loop) -> None:  # noqa: F811
+def test_mounted_device_is_refused(make_loop) -> None:
     dev = make_loop(mkfs_ext4, mount=True)
     with pytest.raises(UnsafeTarget, match="is mounted at"):
         check_target(dev)
@@ -51,7 +50,7 @@ def test_mounted_device_is_refused(make_loop) -> None:  # noqa: F811
 
 
 @pytest.mark.fio
-def test_blank_loop_device_is_swept(make_loop, datadir: DataDir, fio_available: str) -> None:  # noqa: F811
+def test_blank_loop_device_is_swept(make_loop, datadir: DataDir, fio_available: str) -> None:
     dev = make_loop()
     assert check_target(dev).kind == "block"
     sweep = run_sweep(datadir, "loopblank", tiny_plan(1),
@@ -61,7 +60,7 @@ def test_blank_loop_device_is_swept(make_loop, datadir: DataDir, fio_available: 
 
 
 @pytest.mark.fio
-def test_destroy_data_allows_a_device_with_a_filesystem(make_loop, datadir: DataDir,  # noqa: F811
+def test_destroy_data_allows_a_device_with_a_filesystem(make_loop, datadir: DataDir,
                                                         fio_available: str) -> None:
     dev = make_loop(mkfs_ext4)
     sweep = run_sweep(datadir, "loopforce", tiny_plan(1),

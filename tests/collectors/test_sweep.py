@@ -9,11 +9,12 @@ import pytest
 
 from collectors.fio.runner import run_fio
 from collectors.quality import SteadyStateRule, is_steady, run_until_steady
-from collectors.sweep import SweepSettings, run_sweep, sweep_key
+from collectors.sweep import run_sweep, sweep_key
+from collectors.sweep_settings import SweepSettings
 from modeling.errors import FioMissing, InvalidInput
 from modeling.store import DataDir
 from modeling.workload import METRICS, Workload
-from tests.collectors.core_fixtures import sha256_of, tiny_plan
+from tests.device_fixtures import sha256_of, tiny_plan
 
 pytestmark = pytest.mark.fio
 
@@ -72,7 +73,7 @@ def test_interrupted_sweep_resumes_without_loss_or_duplicates(datadir: DataDir, 
     assert run_sweep(datadir, "file2", plan, settings, runner=no_fio).id == resumed.id
     # a different setting is a different sweep
     other = _settings(tmp_path, runtime="600ms")
-    assert sweep_key("file2", plan, other, "ssd") != sweep_key("file2", plan, settings, "ssd")
+    assert sweep_key("file2", plan, other) != sweep_key("file2", plan, settings)
 
 
 def test_repeats_are_stored_with_their_spread(datadir: DataDir, tmp_path: Path, fio_available: str) -> None:
@@ -134,15 +135,41 @@ def test_pts_rule_with_real_fio(datadir: DataDir, tmp_path: Path, fio_available:
         assert row["steady_state_attained"]
 
 
-def test_bad_settings_and_missing_fio(datadir: DataDir, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_settings_and_missing_fio(datadir: DataDir, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="repeats"):
-        run_sweep(datadir, "x", tiny_plan(1), _settings(tmp_path, repeats=0))
+        _settings(tmp_path, repeats=0)
     with pytest.raises(InvalidInput, match="remote"):
-        run_sweep(datadir, "x", tiny_plan(1), _settings(tmp_path, csd_path="internal"), device_class="csd")
+        _settings(tmp_path, csd_path="internal", device_class="csd")
     with pytest.raises(InvalidInput, match="device class"):
-        run_sweep(datadir, "x", tiny_plan(1), _settings(tmp_path), device_class="floppy")
-    monkeypatch.setenv("SSDPREDICT_FIO", "/nonexistent/fio")
+        _settings(tmp_path, device_class="floppy")
+    with pytest.raises(InvalidInput, match="steady-state rule"):
+        _settings(tmp_path, steady_state_rule="forever")
+    with pytest.raises(InvalidInput, match="invalid sweep setting repeats"):
+        _settings(tmp_path, repeats="many")
     with pytest.raises(FioMissing, match="apt-get install fio"):
-        run_sweep(datadir, "x", tiny_plan(1), _settings(tmp_path))
+        run_sweep(datadir, "x", tiny_plan(1), _settings(tmp_path, fio="/nonexistent/fio"))
     assert not (tmp_path / "t.img").exists()  # failed before creating anything
+
+
+def test_settings_are_parsed_once_into_typed_values(tmp_path: Path) -> None:
+    s = _settings(tmp_path, ramp="250ms", offset="1MiB", steady_state_window=2, engine="auto")
+    timing = (s.runtime_ms, s.ramp_ms, s.steady_state_window_ms, s.steady_state_max_ms)
+    assert timing == (500, 250, 2000, 30000)
+    assert (s.size_bytes, s.offset_bytes) == (16 << 20, 1 << 20) and s.engine is None
+    assert SweepSettings(target="x", runtime_ms=500, size_bytes=16 << 20) == SweepSettings(
+        target="x", runtime="0.5s", size="16MiB")
+    with pytest.raises(InvalidInput, match="duration"):
+        _settings(tmp_path, runtime="soon")
+    with pytest.raises(InvalidInput, match="remote"):
+        _settings(tmp_path, remote="a b:1")
+
+
+def test_sweep_identity_keeps_the_shape_of_stored_sweeps(tmp_path: Path) -> None:
+    # sweeps stored before the settings were typed must still be found (resumed, reused)
+    assert SweepSettings(target=str(tmp_path / "t.img")).identity() == {
+        "target": str(tmp_path / "t.img"), "engine": None, "runtime": 1000, "ramp": 0,
+        "size": 256 << 20, "offset": 0, "remote": None, "repeats": 1, "precondition": False,
+        "precondition_passes": 2, "steady_state": False, "steady_state_rule": "fio",
+        "steady_state_window": "5s", "steady_state_max": "30s", "steady_state_rounds": 25,
+        "csd_path": None, "internal_target": None, "nvmeof": None,
+    }

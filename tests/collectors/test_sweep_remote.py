@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sweep import SweepSettings, run_sweep
+from collectors.sweep import run_sweep
+from collectors.sweep_settings import SweepSettings
 from modeling.errors import UnsafeTarget
 from modeling.store import DataDir
-from tests.collectors.core_fixtures import fio_server, tiny_plan
+from tests.device_fixtures import tiny_plan
 
-__all__ = ["fio_server"]
 pytestmark = pytest.mark.fio
 
 
-def test_remote_sweep_through_fio_server(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:  # noqa: F811
+def test_remote_sweep_through_fio_server(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:
     target = tmp_path / "remote.img"
     settings = SweepSettings(target=str(target), runtime="500ms", size="16MiB", remote=fio_server)
     sweep = run_sweep(datadir, "far", tiny_plan(2), settings)
@@ -29,27 +29,29 @@ def test_remote_sweep_through_fio_server(fio_server: str, datadir: DataDir, tmp_
     assert datadir.catalog.get_device("far").metadata["remote"] == fio_server
 
 
-def test_remote_block_device_needs_destroy_data(fio_server: str, datadir: DataDir) -> None:  # noqa: F811
+def test_remote_block_device_needs_destroy_data(fio_server: str, datadir: DataDir) -> None:
     settings = SweepSettings(target="/dev/nvme9n9", remote=fio_server)
     with pytest.raises(UnsafeTarget, match="--destroy-data"):
         run_sweep(datadir, "farblock", tiny_plan(1), settings)
 
 
-def test_csd_internal_path(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:  # noqa: F811
+def test_csd_internal_path(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:
     settings = SweepSettings(target="/dev/csd-host-side", internal_target=str(tmp_path / "in-drive.img"),
-                             runtime="500ms", size="16MiB", remote=fio_server, csd_path="internal")
-    sweep = run_sweep(datadir, "csd0", tiny_plan(1), settings, device_class="csd")
+                             runtime="500ms", size="16MiB", remote=fio_server, csd_path="internal",
+                             device_class="csd")
+    sweep = run_sweep(datadir, "csd0", tiny_plan(1), settings)
     assert sweep.n_points == 1 and (tmp_path / "in-drive.img").exists()
     row = datadir.catalog.measurements("csd0").iloc[0]
     assert row["csd_path"] == "internal" and row["iops"] > 0
     assert datadir.catalog.get_device("csd0").device_class == "csd"
 
 
-def test_csd_concurrent_path_stores_both_sides_and_sum(fio_server: str, datadir: DataDir,  # noqa: F811
+def test_csd_concurrent_path_stores_both_sides_and_sum(fio_server: str, datadir: DataDir,
                                                        tmp_path: Path) -> None:
     settings = SweepSettings(target=str(tmp_path / "host.img"), internal_target=str(tmp_path / "isp.img"),
-                             runtime="1s", size="16MiB", remote=fio_server, csd_path="concurrent")
-    sweep = run_sweep(datadir, "csd1", tiny_plan(1), settings, device_class="csd")
+                             runtime="1s", size="16MiB", remote=fio_server, csd_path="concurrent",
+                             device_class="csd")
+    sweep = run_sweep(datadir, "csd1", tiny_plan(1), settings)
     row = datadir.catalog.measurements("csd1").iloc[0]
     assert row["csd_path"] == "concurrent"
     assert row["external_iops"] > 0 and row["internal_iops"] > 0

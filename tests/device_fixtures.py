@@ -1,7 +1,8 @@
-"""Fixtures for the sweep tests: loop devices and a real ``fio --server`` on loopback.
+"""Fixtures for the sweep, safety and CLI tests: loop devices and a real ``fio --server``.
 
-Imported explicitly by the test modules that use them (not a conftest, so that other
-collectors tests do not pay for them).
+Registered for the whole suite by ``pytest_plugins`` in ``tests/conftest.py`` (a fixture
+costs nothing until a test asks for it); the plain helpers (``tiny_plan``, ``sha256_of``,
+``mkfs_ext4``, ``write_mbr``) are imported by name.
 """
 
 from __future__ import annotations
@@ -102,22 +103,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def fio_server(fio_available: str, tmp_path: Path) -> Iterator[str]:
-    """A real ``fio --server`` on 127.0.0.1; yields ``host:port``."""
+@pytest.fixture(scope="module")
+def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``fio --server`` on 127.0.0.1 (a remote host, or a CSD's in-drive fio); yields ``host:port``."""
     port = free_port()
-    proc = subprocess.Popen([fio_available, f"--server=127.0.0.1,{port}"], cwd=tmp_path,
+    cwd = tmp_path_factory.mktemp("fio-server")
+    proc = subprocess.Popen([fio_available, f"--server=127.0.0.1,{port}"], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 15
-    while True:
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"fio --server did not start listening on port {port}")
+                time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("fio --server did not start listening")
-            time.sleep(0.05)
-    yield f"127.0.0.1:{port}"
-    proc.kill()
-    proc.wait(timeout=10)
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

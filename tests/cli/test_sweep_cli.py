@@ -14,9 +14,7 @@ from typer.testing import CliRunner
 
 from modeling.store import DataDir
 from service.cli.main import app
-from tests.collectors.core_fixtures import make_loop, mkfs_ext4, sha256_of
-
-__all__ = ["make_loop"]
+from tests.device_fixtures import mkfs_ext4, sha256_of
 
 SWEEP = ["sweep", "--device", "d", "--runtime", "500ms", "--size", "16MiB", "--plan", "grid",
          "--write-ratios", "0,1", "--queue-depths", "1,4", "--sizes", "4k", "--randomness", "1"]
@@ -74,7 +72,7 @@ def test_missing_fio_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.fio
-def test_cli_refuses_device_with_filesystem(make_loop, tmp_path: Path, fio_available: str) -> None:  # noqa: F811
+def test_cli_refuses_device_with_filesystem(make_loop, tmp_path: Path, fio_available: str) -> None:
     dev = make_loop(mkfs_ext4)
     before = sha256_of(dev)
     result = CliRunner().invoke(app, [*SWEEP, "--target", dev])
@@ -94,12 +92,23 @@ def test_cli_refuses_device_with_filesystem(make_loop, tmp_path: Path, fio_avail
         (["--csd-path", "sideways", "--class", "csd"], "csd-path"),
         (["--remote", "a b:1"], "remote"),
         (["--device", "../etc"], "device name"),
+        (["--raid-level", "5"], "--raid-* options need --class raid"),
+        (["--class", "raid", "--raid-level", "7"], "unknown RAID level"),
+        (["--class", "nvmeof", "--nvmeof-nqn", "nqn.2014-08.org.example:d1"], "--nvmeof-address"),
+        (["--class", "nvmeof", "--nvmeof-address", "10.0.0.2", "--nvmeof-nqn", "disk1"], "invalid NVMe-oF"),
+        (["--class", "floppy"], "unknown device class"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, [*SWEEP, "--target", str(tmp_path / "t.img"), *args])
     assert result.exit_code == 2, result.output
     assert message in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "t.img").exists()  # refused before anything was created
+
+
+def test_target_or_nvmeof_is_required() -> None:
+    result = CliRunner().invoke(app, SWEEP)
+    assert result.exit_code == 2 and "--target is required" in result.output
 
 
 @pytest.mark.fio
