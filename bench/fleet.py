@@ -70,7 +70,11 @@ def real_devices() -> list[pd.DataFrame]:
     """The fio-plot devices' measured rows, one frame per device."""
     frames = []
     for folder in fio_plot_devices():
-        rows = [r.row for f in sorted(folder.glob("*.json")) for r in parse_fio_output(f.read_text(), f.name)]
+        rows = [
+            r.row
+            for f in sorted(folder.glob("*.json"))
+            for r in parse_fio_output(f.read_text(), source=f.name)
+        ]
         frames.append(pd.DataFrame(rows))
     return frames
 
@@ -133,8 +137,11 @@ def train_rate(datadir: DataDir, devices: list[str], workers: int, fit_kw: dict[
     }
 
 
-def fleet_accuracy(datadir: DataDir, held: dict[str, pd.DataFrame]) -> tuple[dict[str, float], float]:
-    """MRE of the active models on every held-out workload against the truth; estimated KiB per model."""
+def fleet_accuracy(
+    datadir: DataDir, held: dict[str, pd.DataFrame]
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """Mean and median relative error of the active models on the held-out workloads against the
+    truth, and the cache's estimated KiB per model."""
     registry = ModelRegistry(datadir)
     errors: dict[str, list[np.ndarray]] = {m: [] for m in METRICS}
     for name, truth in held.items():
@@ -146,7 +153,8 @@ def fleet_accuracy(datadir: DataDir, held: dict[str, pd.DataFrame]) -> tuple[dic
                 relative_errors(pred[f"pred_{metric}"].to_numpy(), truth[metric].to_numpy())
             )
     mre = {m: float(np.mean(np.concatenate(e))) for m, e in errors.items() if e}
-    return mre, registry.cache.nbytes / max(len(registry.cache), 1) / 1024
+    median = {m: float(np.median(np.concatenate(e))) for m, e in errors.items() if e}
+    return mre, median, registry.cache.nbytes / max(len(registry.cache), 1) / 1024
 
 
 # -- a real server -------------------------------------------------------------------------
@@ -315,19 +323,21 @@ def main() -> None:
                 print(f"  failed: {device}: {error}")
         if len(rates) >= 2:
             print(
-                f"scaling {sizes[-1]} vs {sizes[0]} workers: {rates[-1]['per_minute'] / rates[0]['per_minute']:.2f}x"
+                f"scaling {sizes[-1]} vs {sizes[0]} workers:"
+                f" {rates[-1]['per_minute'] / rates[0]['per_minute']:.2f}x"
             )
-        acc, estimated_kib = fleet_accuracy(datadir, held)
+        acc, median, estimated_kib = fleet_accuracy(datadir, held)
         n_held = sum(len(t) for t in held.values())
         print(
-            f"held-out accuracy vs truth ({n_held} points): "
-            + ", ".join(f"{SHORT[m]} {acc[m]:.1%}" for m in METRICS)
+            f"held-out error vs truth ({n_held} points), mean / median: "
+            + ", ".join(f"{SHORT[m]} {acc[m]:.1%} / {median[m]:.1%}" for m in METRICS)
         )
         if not args.no_server:
             mem = server_memory(datadir, devices, fit_kw, sizes[-1], args.refresh_ms)
             print("server RSS by models held: " + ", ".join(f"{k}: {v:.0f} MiB" for k, v in mem["steps"]))
             print(
-                f"  {mem['per_model_mib'] * 1024:.0f} KiB per model (the cache's estimate: {estimated_kib:.0f} KiB),"
+                f"  {mem['per_model_mib'] * 1024:.0f} KiB per model"
+                f" (the cache's estimate: {estimated_kib:.0f} KiB),"
                 f" linear fit R² {mem['linear_r2']:.3f}"
             )
             print(
