@@ -134,6 +134,7 @@ def train_rate(datadir: DataDir, devices: list[str], workers: int, fit_kw: dict[
         "task_seconds": float(np.mean([r.seconds for r in report.succeeded])) if report.succeeded else None,
         "peak_rss_mib": sorted(v / 1024 for v in peaks.values()),
         "failed": failed,
+        "register_ms": 1000 * report.client_seconds / max(len(report.succeeded), 1),
     }
 
 
@@ -317,7 +318,7 @@ def main() -> None:
             print(
                 f"{w} worker(s): {r['seconds']:.1f} s, {r['per_minute']:.1f} devices/min"
                 f" ({r['task_seconds']:.2f} s per device task), peak RSS per worker {peaks} MiB,"
-                f" failed {len(r['failed'])}"
+                f" client registration {r['register_ms']:.1f} ms per device, failed {len(r['failed'])}"
             )
             for device, error in r["failed"].items():
                 print(f"  failed: {device}: {error}")

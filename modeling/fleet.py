@@ -65,6 +65,7 @@ class FleetReport:
     results: list[DeviceResult] = field(default_factory=list)
     seconds: float = 0.0
     workers: int = 0
+    client_seconds: float = 0.0  # spent in the client finishing results (registering versions)
 
     @property
     def failed(self) -> list[DeviceResult]:
@@ -214,10 +215,12 @@ def _fan_out(
             if isinstance(outcome, _Failure):
                 result = DeviceResult(device, False, seconds, error=outcome.reason)
             else:
+                finishing = time.perf_counter()
                 try:
                     result = DeviceResult(device, True, seconds, value=finish(device, outcome))
                 except SsdPredictError as exc:
                     result = DeviceResult(device, False, seconds, error=_one_line(exc))
+                report.client_seconds += time.perf_counter() - finishing
         future.release()
         report.results.append(result)
         if progress:
