@@ -191,15 +191,26 @@ def register_model(datadir: DataDir, manifest: dict[str, Any], *, activate: bool
 
     If recording fails the version's folder is removed, so no unregistered model is left.
     """
-    device = validate_name(str(manifest["device"]))
-    version = validate_name(str(manifest["version"]), "model version")
-    final = datadir.device_models_dir(device) / version
+    return register_models(datadir, [manifest], activate=activate)[0]
+
+
+def register_models(
+    datadir: DataDir, manifests: list[dict[str, Any]], *, activate: bool
+) -> list[ModelVersion]:
+    """Record several written versions in one catalog transaction; all or none.
+
+    If recording fails their folders are removed, so no unregistered model is left.
+    """
+    entries = []
+    for manifest in manifests:
+        device = validate_name(str(manifest["device"]))
+        version = validate_name(str(manifest["version"]), "model version")
+        entries.append((device, version, f"{device}/{version}", manifest))
     try:
-        return datadir.catalog.add_model_version(
-            device, version, f"{device}/{version}", manifest, activate=activate
-        )
+        return datadir.catalog.add_model_versions(entries, activate=activate)
     except BaseException:
-        shutil.rmtree(final, ignore_errors=True)
+        for device, version, _, _ in entries:
+            shutil.rmtree(datadir.device_models_dir(device) / version, ignore_errors=True)
         raise
 
 
@@ -340,4 +351,12 @@ class ModelRegistry:
         return mv.version
 
 
-__all__ = ["ModelRegistry", "NotFound", "read_model", "register_model", "save_model", "write_model_files"]
+__all__ = [
+    "ModelRegistry",
+    "NotFound",
+    "read_model",
+    "register_model",
+    "register_models",
+    "save_model",
+    "write_model_files",
+]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.fit import fit_device_model, training_rows
-from modeling.registry import register_model, write_model_files
+from modeling.registry import register_models, write_model_files
 from modeling.store import DataDir, ModelVersion
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 
@@ -97,9 +97,11 @@ def fit_version(
     return FittedVersion(device, version, full)
 
 
-def register_version(datadir: DataDir, fitted: FittedVersion, *, activate: bool = True) -> ModelVersion:
-    """Record a fitted version in the catalog (by default as the active one): the client's half."""
-    return register_model(datadir, fitted.manifest, activate=activate)
+def register_versions(
+    datadir: DataDir, fitted: list[FittedVersion], *, activate: bool = True
+) -> list[ModelVersion]:
+    """Record fitted versions in the catalog, in one transaction (by default active): the client's half."""
+    return register_models(datadir, [f.manifest for f in fitted], activate=activate)
 
 
 def train_device(
@@ -120,7 +122,7 @@ def train_device(
     fitted = fit_version(
         datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress, **fit_kw
     )
-    return register_version(datadir, fitted, activate=activate)
+    return register_versions(datadir, [fitted], activate=activate)[0]
 
 
 def _jsonable(value: Any) -> Any:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from modeling.errors import NotFound
+from modeling.errors import NotFound, UnknownDevice
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
 
 
@@ -24,17 +25,37 @@ class ModelVersionTable:
         self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
     ) -> ModelVersion:
         """Record a stored model version; with ``activate`` it becomes the active one atomically."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            conn.execute(
-                "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
-                " VALUES (?, ?, 0, ?, ?, ?)",
-                (version, dev.id, path, json.dumps(manifest, sort_keys=True), utcnow()),
-            )
-            if activate:
-                conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
-                conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
-        return self.get_model_version(device, version)
+        return self.add_model_versions([(device, version, path, manifest)], activate=activate)[0]
+
+    def add_model_versions(
+        self, entries: Sequence[tuple[str, str, str, dict[str, Any]]], *, activate: bool
+    ) -> list[ModelVersion]:
+        """Record stored versions ``(device, version, path, manifest)`` in one transaction.
+
+        A fleet's client registers whatever its workers finished since it last looked in
+        one commit: a commit costs far more than the rows in it.  All or none are recorded;
+        raises ``UnknownDevice`` for a device not in the catalog.
+        """
+        created = utcnow()
+        with self.connect() as conn:  # an exception inside rolls every row back
+            for device, version, path, manifest in entries:
+                row = conn.execute("SELECT id FROM devices WHERE name = ?", (device,)).fetchone()
+                if row is None:
+                    raise UnknownDevice(device)
+                device_id = row[0]
+                conn.execute(
+                    "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
+                    " VALUES (?, ?, 0, ?, ?, ?)",
+                    (version, device_id, path, json.dumps(manifest, sort_keys=True), created),
+                )
+                if activate:
+                    conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (device_id,))
+                    conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        # the manifests as the catalog holds them (JSON round trip), like a re-read would give
+        return [
+            ModelVersion(version, device, activate, path, json.loads(json.dumps(m, sort_keys=True)), created)
+            for device, version, path, m in entries
+        ]
 
     def activate_model(self, device: str, version: str) -> ModelVersion:
         """Make ``version`` the device's active model (rollback or roll forward)."""
