@@ -55,9 +55,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.accuracy import SHORT, fio_plot_devices  # noqa: E402
 from collectors.fio.results import parse_fio_output  # noqa: E402
-from modeling.fleet import dask_client, train_fleet  # noqa: E402
-from modeling.registry import ModelRegistry  # noqa: E402
-from modeling.selection import candidates_of_kinds, relative_errors  # noqa: E402
+from modeling.training.fleet import dask_client, train_fleet  # noqa: E402
+from modeling.serving.registry import ModelRegistry  # noqa: E402
+from modeling.training.selection import candidates_of_kinds, relative_errors  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from modeling.workload import METRICS, WORKLOAD_FIELDS  # noqa: E402
 
@@ -115,7 +115,7 @@ def _peak_rss_kib() -> int:
 
 
 def _warm_up() -> bool:
-    import modeling.fleet  # noqa: F401  (the training stack, imported once before the clock starts)
+    import modeling.training.fleet  # noqa: F401  (the training stack, imported once before the clock starts)
 
     return True
 

@@ -12,8 +12,8 @@ from modeling.workload import METRICS
 from service.cli.common import console, datadir, err_console, print_json, progress_bar
 from service.config import get_settings
 
-if TYPE_CHECKING:  # modeling.fleet imports the training stack: only commands that train pay for it
-    from modeling.fleet import DeviceResult, FleetReport
+if TYPE_CHECKING:  # modeling.training.fleet imports the training stack: only commands that train pay for it
+    from modeling.training.fleet import DeviceResult, FleetReport
 
 
 # The options of train and evaluate that choose and place many devices, declared once.
@@ -55,7 +55,7 @@ def fleet_request(device: str | None, devices: str | None, all_devices: bool) ->
 def fit_options(features: str, candidates: str | None) -> dict[str, Any]:
     """Training options from ``--features`` and ``--candidates`` (kinds: an untuned, fast training)."""
     from modeling.features import feature_choice
-    from modeling.selection import candidates_of_kinds
+    from modeling.training.selection import candidates_of_kinds
 
     feature_sets = feature_choice(features)
     if candidates is None:
@@ -75,7 +75,7 @@ def train_many(
     **fit_kw: Any,
 ) -> None:
     """Train the named devices on Dask; exit status 1 when any failed."""
-    from modeling.fleet import select_devices, train_fleet
+    from modeling.training.fleet import select_devices, train_fleet
 
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
@@ -131,7 +131,7 @@ def evaluate_many(
     **evaluate_kw: Any,
 ) -> None:
     """Evaluate the named devices on Dask; exit status 1 when any failed."""
-    from modeling.fleet import evaluate_fleet, select_devices
+    from modeling.training.fleet import evaluate_fleet, select_devices
 
     data = datadir()
     devices = select_devices(data, patterns, all_devices=all_devices)
@@ -166,7 +166,7 @@ def evaluate_many(
 
 
 def _run(devices: list[str], verb: str, scheduler: str | None, workers: int | None, work: Any) -> FleetReport:
-    from modeling.fleet import dask_client
+    from modeling.training.fleet import dask_client
 
     settings = get_settings()
     address = scheduler or settings.scheduler

@@ -77,7 +77,7 @@ def _train_step(data: DataDir, device: str, *, folds: int, time_budget: float) -
 
 
 def _accuracy_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> None:
-    from modeling.evaluate import evaluate_device
+    from modeling.training.evaluate import evaluate_device
 
     console.rule(f"[bold]3/3 accuracy[/] ({folds}-fold cross-validation, held-out points)")
     report = evaluate_device(data, device, folds=folds, time_budget_s=time_budget).to_dict()

@@ -20,10 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from modeling.errors import InvalidInput, NoData, UnknownDevice
-from modeling.fleet import select_devices
-from modeling.selection import candidates_of_kinds
+from modeling.training.fleet import select_devices
+from modeling.training.selection import candidates_of_kinds
 from modeling.store import DataDir
-from modeling.train import train_device
+from modeling.training.train import train_device
 from service.cli.main import app
 from tests.conftest import REPO
 from tests.modeling.conftest import synthetic_rows
@@ -92,10 +92,10 @@ def test_missing_dask_is_one_clear_line(datadir, monkeypatch):
 
 
 def test_unreachable_scheduler(datadir, monkeypatch):
-    import modeling.fleet
+    import modeling.training.fleet
 
     _fill(datadir)
-    monkeypatch.setattr(modeling.fleet, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(modeling.training.fleet, "CONNECT_TIMEOUT_S", 1.0)
     r = runner.invoke(app, ["train", "--all", *QUICK, "--scheduler", f"tcp://127.0.0.1:{_free_port()}"])
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output
 

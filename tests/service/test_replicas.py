@@ -10,8 +10,8 @@ from collections.abc import Callable
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from modeling.model_cache import ModelCache, estimate_bytes
-from modeling.registry import ModelRegistry
+from modeling.serving.model_cache import ModelCache, estimate_bytes
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from tests.service.utils import DEVICE, fio_files, ingest_fio, quick_train
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 
-from modeling.fleet import select_devices
-from modeling.selection import candidates_of_kinds
+from modeling.training.fleet import select_devices
+from modeling.training.selection import candidates_of_kinds
 from service.api.deps import DataDirDep, DeviceDep, JobsDep, TokenDep
 from service.api.schemas import ErrorResponse, FleetRetrainRequest, JobPublic, RetrainRequest
 

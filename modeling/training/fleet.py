@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency, NoData, SsdPredictError
-from modeling.evaluate import evaluate_device
+from modeling.training.evaluate import evaluate_device
 from modeling.store import DataDir, ModelVersion
-from modeling.store.datadir import validate_name
-from modeling.train import FittedVersion, fit_version, register_versions
+from modeling.store.names import validate_name
+from modeling.training.train import FittedVersion, fit_version, register_versions
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -167,7 +167,7 @@ def train_fleet(
 ) -> FleetReport:
     """Train every device on the cluster; the client registers each version as it arrives.
 
-    ``fit_kw`` are :func:`~modeling.train.fit_version`'s options (``folds``,
+    ``fit_kw`` are :func:`~modeling.training.train.fit_version`'s options (``folds``,
     ``time_budget_s``, ``candidates``, ``feature_sets``...), the same for every device.
     """
 

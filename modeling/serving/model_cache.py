@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from modeling.device_model import DeviceModel
+from modeling.serving.device_model import DeviceModel
 
 
 def estimate_bytes(obj: Any) -> int:

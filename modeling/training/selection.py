@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 from modeling.errors import InvalidInput
-from modeling.estimators import make_estimator
+from modeling.estimators.families import make_estimator
 from modeling.features import FEATURE_NAMES, compute_features
 
 
