@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -75,6 +75,15 @@ CREATE TABLE IF NOT EXISTS models (
 );
 CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
 """
+
+
+def read_measurement_files(folder: Path, files: Sequence[str]) -> pd.DataFrame:
+    """The rows of measurement Parquet files (relative to ``folder``), concatenated."""
+    frames = [pd.read_parquet(folder / name) for name in files]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
 
 
 class Catalog(ModelVersionTable):
@@ -339,15 +348,28 @@ class Catalog(ModelVersionTable):
 
     def measurements(self, device: str) -> pd.DataFrame:
         """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""
-        frames = [
-            pd.read_parquet(self.measurements_dir / s.parquet)
-            for s in self.list_sweeps(device)
-            if s.status == "complete" and s.parquet
-        ]
-        frames = [f for f in frames if not f.empty]
-        if not frames:
-            return pd.DataFrame()
-        return pd.concat(frames, ignore_index=True)
+        return read_measurement_files(self.measurements_dir, self.measurement_files([device])[device])
+
+    def measurement_files(self, devices: Sequence[str]) -> dict[str, list[str]]:
+        """Each device's Parquet files (relative to the measurements folder), complete sweeps only.
+
+        One query for any number of devices: a fleet's client lists them for its workers,
+        which then read files only and never open the catalog.  Raises ``UnknownDevice``.
+        """
+        wanted = list(dict.fromkeys(devices))
+        files: dict[str, list[str]] = {}
+        with self.connect() as conn:
+            for row in conn.execute("SELECT name FROM devices"):
+                files[row["name"]] = []
+            for row in conn.execute(
+                "SELECT d.name, s.parquet FROM sweeps s JOIN devices d ON d.id = s.device_id"
+                " WHERE s.status = 'complete' AND s.parquet IS NOT NULL ORDER BY s.id"
+            ):
+                files[row["name"]].append(row["parquet"])
+        missing = [d for d in wanted if d not in files]
+        if missing:
+            raise UnknownDevice(missing[0])
+        return {d: files[d] for d in wanted}
 
     def _device_name(self, device_id: int) -> str:
         with self.connect() as conn:

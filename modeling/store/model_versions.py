@@ -57,6 +57,11 @@ class ModelVersionTable:
             for device, version, path, m in entries
         ]
 
+    def model_version_names(self) -> set[str]:
+        """Every version name in the catalog (names are unique across devices)."""
+        with self.connect() as conn:
+            return {row[0] for row in conn.execute("SELECT version FROM models")}
+
     def activate_model(self, device: str, version: str) -> ModelVersion:
         """Make ``version`` the device's active model (rollback or roll forward)."""
         dev = self.get_device(device)

@@ -2,8 +2,11 @@
 
 Who does what:
 
-* a **worker** reads the device's measurements through the data directory, fits, and
-  (training) writes the new version's files under ``models/`` -- :func:`fit_version`;
+* a **worker** reads the device's measurement files (Parquet) from the data directory,
+  fits, and (training) writes the new version's files under ``models/``
+  (:func:`~modeling.training.train.fit_plan`).  It never opens the catalog: SQLite's WAL
+  mode does not work across hosts over a network filesystem, so the client lists each
+  device's files and version name for it (:func:`~modeling.training.train.plan_fits`);
 * the **client** (the process that called :func:`train_fleet`) is the only one that
   writes the catalog: it registers and activates the versions as their tasks come back
   (:func:`register_versions`), all those finished since it last looked in one
@@ -38,10 +41,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency, NoData, SsdPredictError
-from modeling.training.evaluate import evaluate_device
+from modeling.store.catalog import read_measurement_files
+from modeling.training.evaluate import evaluate_frame
 from modeling.store import DataDir, ModelVersion
 from modeling.store.names import validate_name
-from modeling.training.train import FittedVersion, fit_version, register_versions
+from modeling.training.train import FitPlan, FittedVersion, fit_plan, plan_fits, register_versions
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -174,7 +178,8 @@ def train_fleet(
     def register(fitted: list[FittedVersion]) -> list[ModelVersion]:
         return register_versions(datadir, fitted, activate=activate)
 
-    return _fan_out(client, _fit_task, datadir, devices, fit_kw, register, progress)
+    plans = {plan.device: plan for plan in plan_fits(datadir, devices)}
+    return _fan_out(client, _fit_task, datadir, plans, fit_kw, register, progress)
 
 
 def evaluate_fleet(
@@ -186,19 +191,20 @@ def evaluate_fleet(
     **evaluate_kw: Any,
 ) -> FleetReport:
     """Evaluate every device on the cluster (nested cross-validation); each result is a report dict."""
-    return _fan_out(client, _evaluate_task, datadir, devices, evaluate_kw, lambda reports: reports, progress)
+    files = {device: (device, tuple(f)) for device, f in datadir.catalog.measurement_files(devices).items()}
+    return _fan_out(client, _evaluate_task, datadir, files, evaluate_kw, lambda reports: reports, progress)
 
 
 def _fan_out(
     client: Client,
-    task: Callable[[str, str, dict[str, Any]], tuple[float, Any]],
+    task: Callable[[str, Any, dict[str, Any]], tuple[float, Any]],
     datadir: DataDir,
-    devices: Sequence[str],
+    payloads: dict[str, Any],
     options: dict[str, Any],
     finish: Callable[[list[Any]], list[Any]],
     progress: Progress | None,
 ) -> FleetReport:
-    """Run ``task`` per device; ``finish`` turns each batch of finished outcomes into values."""
+    """Run ``task`` on each device's payload; ``finish`` turns each batch of outcomes into values."""
     from distributed import as_completed
 
     start = time.perf_counter()
@@ -206,8 +212,8 @@ def _fan_out(
     root = str(datadir.root.resolve())
     run = uuid.uuid4().hex[:8]
     futures = {
-        client.submit(task, root, device, options, key=f"{task.__name__}-{run}-{device}", pure=False): device
-        for device in devices
+        client.submit(task, root, payload, options, key=f"{task.__name__}-{run}-{device}", pure=False): device
+        for device, payload in payloads.items()
     }
     # Whatever finished since the last look is finished together: registering a batch of
     # versions is one catalog commit, which keeps the client ahead of many fast workers.
@@ -253,14 +259,22 @@ def _finish(
     ]
 
 
-def _fit_task(root: str, device: str, fit_kw: dict[str, Any]) -> tuple[float, FittedVersion | _Failure]:
-    """On a worker: fit ``device`` and write its files, or say in one line why not."""
-    return _timed(lambda: fit_version(DataDir(root), device, **fit_kw), device)
+def _fit_task(root: str, plan: FitPlan, fit_kw: dict[str, Any]) -> tuple[float, FittedVersion | _Failure]:
+    """On a worker: fit a planned device and write its files, or say in one line why not."""
+    return _timed(lambda: fit_plan(DataDir(root), plan, **fit_kw), plan.device)
 
 
-def _evaluate_task(root: str, device: str, kw: dict[str, Any]) -> tuple[float, dict[str, Any] | _Failure]:
-    """On a worker: evaluate ``device``, as a JSON-ready report."""
-    return _timed(lambda: evaluate_device(DataDir(root), device, **kw).to_dict(), device)
+def _evaluate_task(
+    root: str, payload: tuple[str, tuple[str, ...]], kw: dict[str, Any]
+) -> tuple[float, dict[str, Any] | _Failure]:
+    """On a worker: evaluate a device from its measurement files, as a JSON-ready report."""
+    device, files = payload
+
+    def work() -> dict[str, Any]:
+        frame = read_measurement_files(DataDir(root).measurements_dir, files)
+        return evaluate_frame(frame, device=device, **kw).to_dict()
+
+    return _timed(work, device)
 
 
 def _timed(work: Callable[[], Any], device: str) -> tuple[float, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,7 @@ import pandas as pd
 from modeling.serving.registry import register_models, write_model_files
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.store import DataDir, ModelVersion
+from modeling.store.catalog import read_measurement_files
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 
 
@@ -27,13 +28,16 @@ def data_hash(frame: pd.DataFrame) -> str:
 
 def new_version(datadir: DataDir, device: str) -> str:
     """A fresh, sortable version name such as ``v20261122-051700-123456``."""
-    base = "v" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
-    taken = {mv.version for mv in datadir.catalog.list_model_versions(device)}
-    version, n = base, 1
-    while version in taken or (datadir.device_models_dir(device) / version).exists():
-        n += 1
-        version = f"{base}-{n}"
-    return version
+    return plan_fits(datadir, [device])[0].version
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What fitting one device needs from the catalog: its new version's name and its data files."""
+
+    device: str
+    version: str
+    files: tuple[str, ...]  # Parquet files of its complete sweeps, relative to measurements/
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,28 @@ class FittedVersion:
     device: str
     version: str
     manifest: dict[str, Any]
+
+
+def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
+    """Plan the fits of ``devices`` from the catalog in two queries; raises ``UnknownDevice``.
+
+    Version names are ``v<UTC time to the microsecond>``, one microsecond apart within a
+    plan (names are unique across all devices), so they sort by training time.
+    """
+    catalog = datadir.catalog
+    files = catalog.measurement_files(devices)
+    taken = catalog.model_version_names()
+    start = datetime.now(timezone.utc)
+    plans = []
+    for i, device in enumerate(files):
+        base = "v" + (start + timedelta(microseconds=i)).strftime("%Y%m%d-%H%M%S-%f")
+        version, n = base, 1
+        while version in taken or (datadir.device_models_dir(device) / version).exists():
+            n += 1
+            version = f"{base}-{n}"
+        taken.add(version)
+        plans.append(FitPlan(device, version, tuple(files[device])))
+    return plans
 
 
 def fit_version(
@@ -56,20 +82,34 @@ def fit_version(
 ) -> FittedVersion:
     """Fit all metrics of ``device`` and write the new version's files; the catalog is only read.
 
-    The first half of :func:`train_device`, and what a Dask worker runs: it reads the
-    measurements and writes under ``models/``, so several processes can run it at once
-    while one client registers their results (:func:`register_version`).
     Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.
     """
-    catalog = datadir.catalog
-    catalog.get_device(device)
-    frame = catalog.measurements(device)
+    plan = plan_fits(datadir, [device])[0]
+    return fit_plan(datadir, plan, folds=folds, time_budget_s=time_budget_s, progress=progress, **fit_kw)
+
+
+def fit_plan(
+    datadir: DataDir,
+    plan: FitPlan,
+    *,
+    folds: int = 5,
+    time_budget_s: float | None = None,
+    progress: Callable[[str, float], None] | None = None,
+    **fit_kw: Any,
+) -> FittedVersion:
+    """Fit a planned device and write its version's files, touching files only (never the catalog).
+
+    What a Dask worker runs: it reads the plan's Parquet files and writes under
+    ``models/``, so many processes, on many hosts sharing the data directory, can run it at
+    once while one client registers their results (:func:`register_versions`).  SQLite
+    itself stays on the client's host.  Raises ``NoData`` when there are too few points.
+    """
+    frame = read_measurement_files(datadir.measurements_dir, plan.files)
     _, _, clean = training_rows(frame)  # raises NoData early, before any work
-    version = new_version(datadir, device)
     model, summary = fit_device_model(
         frame,
-        device=device,
-        version=version,
+        device=plan.device,
+        version=plan.version,
         folds=folds,
         time_budget_s=time_budget_s,
         progress=progress,
@@ -94,7 +134,7 @@ def fit_version(
     if progress:
         progress("saving", 1.0)
     full = write_model_files(datadir, model, _jsonable(manifest))
-    return FittedVersion(device, version, full)
+    return FittedVersion(plan.device, plan.version, full)
 
 
 def register_versions(
