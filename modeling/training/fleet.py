@@ -265,7 +265,7 @@ def _fit_task(root: str, plan: FitPlan, fit_kw: dict[str, Any]) -> tuple[float, 
 
 
 def _evaluate_task(
-    root: str, payload: tuple[str, tuple[str, ...]], kw: dict[str, Any]
+    root: str, payload: tuple[str, tuple[tuple[int, str], ...]], kw: dict[str, Any]
 ) -> tuple[float, dict[str, Any] | _Failure]:
     """On a worker: evaluate a device from its measurement files, as a JSON-ready report."""
     device, files = payload

@@ -37,7 +37,7 @@ class FitPlan:
 
     device: str
     version: str
-    files: tuple[str, ...]  # Parquet files of its complete sweeps, relative to measurements/
+    files: tuple[tuple[int, str], ...]  # (sweep id, Parquet file under measurements/) of complete sweeps
 
 
 @dataclass(frozen=True)
