@@ -143,10 +143,12 @@ def _blend_weights(raw: Any, n: int) -> list[float] | None:
 
 
 def save_model(
-    datadir: DataDir, model: DeviceModel, manifest: dict[str, Any], *, activate: bool
+    datadir: DataDir, model: DeviceModel, manifest: dict[str, Any], *, activate: bool,
+    job_id: str | None = None,
 ) -> ModelVersion:
-    """Write a model version atomically, then record it in the catalog."""
-    return register_model(datadir, write_model_files(datadir, model, manifest), activate=activate)
+    """Write a model version atomically, then record it in the catalog (ending ``job_id``'s job)."""
+    manifest = write_model_files(datadir, model, manifest)
+    return register_model(datadir, manifest, activate=activate, job_id=job_id)
 
 
 def write_model_files(datadir: DataDir, model: DeviceModel, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -186,18 +188,28 @@ def write_model_files(datadir: DataDir, model: DeviceModel, manifest: dict[str, 
     return full_manifest
 
 
-def register_model(datadir: DataDir, manifest: dict[str, Any], *, activate: bool) -> ModelVersion:
+def register_model(
+    datadir: DataDir, manifest: dict[str, Any], *, activate: bool, job_id: str | None = None
+) -> ModelVersion:
     """Record a version written by :func:`write_model_files` in the catalog (the one catalog write).
 
-    If recording fails the version's folder is removed, so no unregistered model is left.
+    ``job_id``: the retrain job ends as succeeded in the same transaction.  If recording
+    fails the version's folder is removed, so no unregistered model is left.
     """
-    return register_models(datadir, [manifest], activate=activate)[0]
+    device = validate_name(str(manifest["device"]))
+    version = validate_name(str(manifest["version"]), "model version")
+    try:
+        return datadir.catalog.add_model_version(
+            device, version, f"{device}/{version}", manifest, activate=activate, job_id=job_id
+        )
+    except BaseException:
+        shutil.rmtree(datadir.device_models_dir(device) / version, ignore_errors=True)
+        raise
 
 
-def register_models(
-    datadir: DataDir, manifests: list[dict[str, Any]], *, activate: bool
-) -> list[ModelVersion]:
-    """Record several written versions in one catalog transaction; all or none.
+def register_models(datadir: DataDir, manifests: list[dict[str, Any]]) -> list[ModelVersion]:
+    """Record several written versions in one catalog transaction, all or none; each becomes
+    active if its manifest's ``activation`` decided so.
 
     If recording fails their folders are removed, so no unregistered model is left.
     """
@@ -205,11 +217,12 @@ def register_models(
     for manifest in manifests:
         device = validate_name(str(manifest["device"]))
         version = validate_name(str(manifest["version"]), "model version")
-        entries.append((device, version, f"{device}/{version}", manifest))
+        activate = bool((manifest.get("activation") or {}).get("activated"))
+        entries.append((device, version, f"{device}/{version}", manifest, activate))
     try:
-        return datadir.catalog.add_model_versions(entries, activate=activate)
+        return datadir.catalog.add_model_versions(entries)
     except BaseException:
-        for device, version, _, _ in entries:
+        for device, version, *_ in entries:
             shutil.rmtree(datadir.device_models_dir(device) / version, ignore_errors=True)
         raise
 
@@ -336,6 +349,11 @@ class ModelRegistry:
             self.cache.evict(lambda key: key in retired)
         finally:
             self._refresh_lock.release()
+
+    def forget(self, device: str) -> None:
+        """Drop every cached model and active-version lookup of ``device`` (it was deleted)."""
+        self._active = {d: v for d, v in self._active.items() if d != device}
+        self.cache.evict(lambda key: isinstance(key, tuple) and key[0] == device)
 
     def _active_version(self, device: str) -> str:
         self.refresh()

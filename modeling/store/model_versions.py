@@ -8,12 +8,39 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from pathlib import Path
+
 from modeling.errors import NotFound, UnknownDevice
+from modeling.store.atomic import atomic_write_bytes
+from modeling.store.jobs import finish_job_sql
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
 
 
+def version_summary(version: str, active: bool, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a retrain job reports about the version it registered."""
+    data = manifest.get("data")
+    return {
+        "model_version": version,
+        "active": active,
+        "accuracy": manifest.get("cv_mre", {}),
+        "n_rows": data.get("n_rows") if isinstance(data, dict) else None,
+        "activation": manifest.get("activation"),
+    }
+
+
+ACTIVE_MARKER = "ACTIVE"
+"""File in ``models/<device>/`` naming the active version, for ``catalog rebuild``."""
+
+
 class ModelVersionTable:
-    """Mixin of :class:`~modeling.store.catalog.Catalog` for the ``models`` table."""
+    """Mixin of :class:`~modeling.store.catalog.Catalog` for the ``models`` table.
+
+    After each activation the device's models folder gets an ``ACTIVE`` file naming the
+    version, so a rebuilt catalog activates the same one (written after the commit: a
+    crash in between leaves the previous name there, and a rebuild the previous version).
+    """
+
+    models_dir: Path  # provided by Catalog
 
     def connect(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by Catalog
         raise NotImplementedError
@@ -22,15 +49,34 @@ class ModelVersionTable:
         raise NotImplementedError
 
     def add_model_version(
-        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
+        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool,
+        job_id: str | None = None,
     ) -> ModelVersion:
-        """Record a stored model version; with ``activate`` it becomes the active one atomically."""
-        return self.add_model_versions([(device, version, path, manifest)], activate=activate)[0]
+        """Record a stored model version; with ``activate`` it becomes the active one atomically.
+
+        ``job_id``: the job that trained it ends as ``succeeded`` in the same transaction, so
+        a crash can never leave an active version with a job that says otherwise.
+        """
+        dev = self.get_device(device)
+        with self.connect() as conn:
+            conn.execute(
+                "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
+                " VALUES (?, ?, 0, ?, ?, ?)",
+                (version, dev.id, path, json.dumps(manifest, sort_keys=True), utcnow()),
+            )
+            if activate:
+                conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
+                conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+            if job_id is not None:
+                finish_job_sql(conn, job_id, "succeeded", result=version_summary(version, activate, manifest))
+        if activate:
+            self._mark_active(dev.name, version)
+        return self.get_model_version(device, version)
 
     def add_model_versions(
-        self, entries: Sequence[tuple[str, str, str, dict[str, Any]]], *, activate: bool
+        self, entries: Sequence[tuple[str, str, str, dict[str, Any], bool]]
     ) -> list[ModelVersion]:
-        """Record stored versions ``(device, version, path, manifest)`` in one transaction.
+        """Record stored versions ``(device, version, path, manifest, activate)`` in one transaction.
 
         A fleet's client registers whatever its workers finished since it last looked in
         one commit: a commit costs far more than the rows in it.  All or none are recorded;
@@ -38,7 +84,7 @@ class ModelVersionTable:
         """
         created = utcnow()
         with self.connect() as conn:  # an exception inside rolls every row back
-            for device, version, path, manifest in entries:
+            for device, version, path, manifest, activate in entries:
                 row = conn.execute("SELECT id FROM devices WHERE name = ?", (device,)).fetchone()
                 if row is None:
                     raise UnknownDevice(device)
@@ -51,11 +97,23 @@ class ModelVersionTable:
                 if activate:
                     conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (device_id,))
                     conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        for device, version, _, _, activate in entries:
+            if activate:
+                self._mark_active(device, version)
         # the manifests as the catalog holds them (JSON round trip), like a re-read would give
         return [
             ModelVersion(version, device, activate, path, json.loads(json.dumps(m, sort_keys=True)), created)
-            for device, version, path, m in entries
+            for device, version, path, m, activate in entries
         ]
+
+    def active_model_versions(self) -> dict[str, ModelVersion]:
+        """Every device's active model version, in one query."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT m.*, d.name AS device_name FROM models m JOIN devices d ON d.id = m.device_id"
+                " WHERE m.active = 1"
+            ).fetchall()
+        return {r["device_name"]: model_from_row(r, r["device_name"]) for r in rows}
 
     def model_version_names(self) -> set[str]:
         """Every version name in the catalog (names are unique across devices)."""
@@ -73,7 +131,13 @@ class ModelVersionTable:
                 raise NotFound(f"device {device!r} has no model version {version!r}")
             conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
             conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        self._mark_active(dev.name, version)
         return self.get_model_version(device, version)
+
+    def _mark_active(self, device: str, version: str) -> None:
+        folder = self.models_dir / device
+        if folder.is_dir():
+            atomic_write_bytes(folder / ACTIVE_MARKER, version.encode())
 
     def get_model_version(self, device: str, version: str) -> ModelVersion:
         """One model version of a device; raises ``NotFound``."""

@@ -176,9 +176,10 @@ def train_fleet(
     """
 
     def register(fitted: list[FittedVersion]) -> list[ModelVersion]:
-        return register_versions(datadir, fitted, activate=activate)
+        return register_versions(datadir, fitted)
 
     plans = {plan.device: plan for plan in plan_fits(datadir, devices)}
+    fit_kw = {**fit_kw, "activate": activate}
     return _fan_out(client, _fit_task, datadir, plans, fit_kw, register, progress)
 
 

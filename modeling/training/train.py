@@ -11,11 +11,17 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from modeling.serving.registry import register_models, write_model_files
+from modeling.serving.device_model import DeviceModel
+from modeling.serving.registry import register_models, save_model, write_model_files
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.store import DataDir, ModelVersion
 from modeling.store.catalog import read_measurement_files
+from modeling.store.locks import DeviceLock
 from modeling.workload import METRICS, WORKLOAD_FIELDS
+
+
+ACTIVATION_MARGIN = 0.10
+"""A new version may be this much (relative) worse than the active one and still be activated."""
 
 
 def data_hash(frame: pd.DataFrame) -> str:
@@ -28,88 +34,87 @@ def data_hash(frame: pd.DataFrame) -> str:
 
 def new_version(datadir: DataDir, device: str) -> str:
     """A fresh, sortable version name such as ``v20261122-051700-123456``."""
-    return plan_fits(datadir, [device])[0].version
+    base = "v" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
+    taken = {mv.version for mv in datadir.catalog.list_model_versions(device)}
+    version, n = base, 1
+    while version in taken or (datadir.device_models_dir(device) / version).exists():
+        n += 1
+        version = f"{base}-{n}"
+    return version
 
 
-@dataclass(frozen=True)
-class FitPlan:
-    """What fitting one device needs from the catalog: its new version's name and its data files."""
-
-    device: str
-    version: str
-    files: tuple[tuple[int, str], ...]  # (sweep id, Parquet file under measurements/) of complete sweeps
-
-
-@dataclass(frozen=True)
-class FittedVersion:
-    """A model version whose files are written but which the catalog does not know yet."""
-
-    device: str
-    version: str
-    manifest: dict[str, Any]
-
-
-def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
-    """Plan the fits of ``devices`` from the catalog in two queries; raises ``UnknownDevice``.
-
-    Version names are ``v<UTC time to the microsecond>``, one microsecond apart within a
-    plan (names are unique across all devices), so they sort by training time.
-    """
-    catalog = datadir.catalog
-    files = catalog.measurement_files(devices)
-    taken = catalog.model_version_names()
-    start = datetime.now(timezone.utc)
-    plans = []
-    for i, device in enumerate(files):
-        base = "v" + (start + timedelta(microseconds=i)).strftime("%Y%m%d-%H%M%S-%f")
-        version, n = base, 1
-        while version in taken or (datadir.device_models_dir(device) / version).exists():
-            n += 1
-            version = f"{base}-{n}"
-        taken.add(version)
-        plans.append(FitPlan(device, version, tuple(files[device])))
-    return plans
-
-
-def fit_version(
+def train_device(
     datadir: DataDir,
     device: str,
     *,
     folds: int = 5,
     time_budget_s: float | None = None,
     progress: Callable[[str, float], None] | None = None,
+    activate: bool = True,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+    lock: DeviceLock | None = None,
+    job_id: str | None = None,
+    force_activate: bool = False,
     **fit_kw: Any,
-) -> FittedVersion:
-    """Fit all metrics of ``device`` and write the new version's files; the catalog is only read.
+) -> ModelVersion:
+    """Train all metrics of ``device`` and register a new (by default active) model version.
 
-    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.
+    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
+    failure leaves the registered versions, and the active one, as they were.  With
+    ``activate`` the new version becomes active only if it is not worse than the active
+    one beyond noise (see :func:`activation_decision`), or with ``force_activate``; the
+    manifest's ``activation`` says what was decided and why.  The
+    device's writer lock is held throughout (``DeviceBusy`` if another writer has it,
+    unless ``wait``); a caller that already holds it passes it as ``lock``.  ``job_id``
+    names the catalog job that ends as succeeded when the version is registered.
     """
-    plan = plan_fits(datadir, [device])[0]
-    return fit_plan(datadir, plan, folds=folds, time_budget_s=time_budget_s, progress=progress, **fit_kw)
+    with lock or datadir.device_lock(device, "train", wait=wait, on_wait=on_wait):
+        return _train(datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress,
+                      activate=activate, force_activate=force_activate, job_id=job_id, **fit_kw)
 
 
-def fit_plan(
+def _train(
     datadir: DataDir,
-    plan: FitPlan,
+    device: str,
     *,
-    folds: int = 5,
-    time_budget_s: float | None = None,
-    progress: Callable[[str, float], None] | None = None,
+    folds: int,
+    time_budget_s: float | None,
+    progress: Callable[[str, float], None] | None,
+    activate: bool,
+    force_activate: bool,
+    job_id: str | None,
     **fit_kw: Any,
-) -> FittedVersion:
-    """Fit a planned device and write its version's files, touching files only (never the catalog).
-
-    What a Dask worker runs: it reads the plan's Parquet files and writes under
-    ``models/``, so many processes, on many hosts sharing the data directory, can run it at
-    once while one client registers their results (:func:`register_versions`).  SQLite
-    itself stays on the client's host.  Raises ``NoData`` when there are too few points.
-    """
-    frame = read_measurement_files(datadir.measurements_dir, plan.files)
+) -> ModelVersion:
+    catalog = datadir.catalog
+    catalog.get_device(device)
+    frame = catalog.measurements(device)
     _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    version = new_version(datadir, device)
+    model, manifest = _fit(frame, clean, device, version, folds, time_budget_s, progress, **fit_kw)
+    decision = activation_decision(catalog.active_model_version(device), manifest, activate=activate,
+                                   force=force_activate)
+    manifest["activation"] = decision
+    if progress:
+        progress("saving", 1.0)
+    return save_model(datadir, model, _jsonable(manifest), activate=decision["activated"], job_id=job_id)
+
+
+def _fit(
+    frame: pd.DataFrame,
+    clean: pd.DataFrame,
+    device: str,
+    version: str,
+    folds: int,
+    time_budget_s: float | None,
+    progress: Callable[[str, float], None] | None,
+    **fit_kw: Any,
+) -> tuple[DeviceModel, dict[str, Any]]:
+    """Fit every metric and describe the version (its manifest, before activation is decided)."""
     model, summary = fit_device_model(
         frame,
-        device=plan.device,
-        version=plan.version,
+        device=device,
+        version=version,
         folds=folds,
         time_budget_s=time_budget_s,
         progress=progress,
@@ -128,41 +133,129 @@ def fit_plan(
             "fio_versions": fio_versions,
             "n_rows": int(len(clean)),
         },
-        "cv_mre": {m: float(summary["metrics"][m]["global"]["cv_mre"]) for m in METRICS},
+        "cv_mre": {m: float(e["global"]["cv_mre"]) for m, e in summary["metrics"].items()},
+        "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
         "time_budget_s": time_budget_s,
     }
-    if progress:
-        progress("saving", 1.0)
-    full = write_model_files(datadir, model, _jsonable(manifest))
-    return FittedVersion(plan.device, plan.version, full)
+    return model, manifest
 
 
-def register_versions(
-    datadir: DataDir, fitted: list[FittedVersion], *, activate: bool = True
-) -> list[ModelVersion]:
-    """Record fitted versions in the catalog, in one transaction (by default active): the client's half."""
-    return register_models(datadir, [f.manifest for f in fitted], activate=activate)
+# -- the two halves of a fleet's training: workers fit files, one client registers ------------
 
 
-def train_device(
+@dataclass(frozen=True)
+class FitPlan:
+    """What fitting one device needs from the catalog: version name, data files, active version."""
+
+    device: str
+    version: str
+    files: tuple[tuple[int, str], ...]  # (sweep id, Parquet file under measurements/) of complete sweeps
+    active: ModelVersion | None  # what the new version must not be worse than to be activated
+
+
+@dataclass(frozen=True)
+class FittedVersion:
+    """A model version whose files are written but which the catalog does not know yet."""
+
+    device: str
+    version: str
+    manifest: dict[str, Any]
+
+
+def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
+    """Plan the fits of ``devices`` from the catalog in three queries; raises ``UnknownDevice``.
+
+    Version names are ``v<UTC time to the microsecond>``, one microsecond apart within a
+    plan (names are unique across all devices), so they sort by training time.
+    """
+    catalog = datadir.catalog
+    files = catalog.measurement_files(devices)
+    taken = catalog.model_version_names()
+    active = catalog.active_model_versions()
+    start = datetime.now(timezone.utc)
+    plans = []
+    for i, device in enumerate(files):
+        base = "v" + (start + timedelta(microseconds=i)).strftime("%Y%m%d-%H%M%S-%f")
+        version, n = base, 1
+        while version in taken or (datadir.device_models_dir(device) / version).exists():
+            n += 1
+            version = f"{base}-{n}"
+        taken.add(version)
+        plans.append(FitPlan(device, version, tuple(files[device]), active.get(device)))
+    return plans
+
+
+def fit_plan(
     datadir: DataDir,
-    device: str,
+    plan: FitPlan,
     *,
     folds: int = 5,
     time_budget_s: float | None = None,
     progress: Callable[[str, float], None] | None = None,
     activate: bool = True,
+    force_activate: bool = False,
     **fit_kw: Any,
-) -> ModelVersion:
-    """Train all metrics of ``device`` and register a new (by default active) model version.
+) -> FittedVersion:
+    """Fit a planned device and write its version's files, touching files only (never the catalog).
 
-    Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
-    failure leaves the registered versions, and the active one, as they were.
+    What a Dask worker runs: it reads the plan's Parquet files and writes under
+    ``models/``, so many processes, on many hosts sharing the data directory, can run it at
+    once while one client registers their results (:func:`register_versions`).  SQLite
+    itself stays on the client's host.  Activation is decided here, as in
+    :func:`train_device`, against the plan's active version.  Raises ``NoData``.
     """
-    fitted = fit_version(
-        datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress, **fit_kw
+    frame = read_measurement_files(datadir.measurements_dir, plan.files)
+    _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    model, manifest = _fit(
+        frame, clean, plan.device, plan.version, folds, time_budget_s, progress, **fit_kw
     )
-    return register_versions(datadir, [fitted], activate=activate)[0]
+    manifest["activation"] = activation_decision(
+        plan.active, manifest, activate=activate, force=force_activate
+    )
+    full = write_model_files(datadir, model, _jsonable(manifest))
+    return FittedVersion(plan.device, plan.version, full)
+
+
+def register_versions(datadir: DataDir, fitted: list[FittedVersion]) -> list[ModelVersion]:
+    """Record fitted versions in the catalog in one transaction, each active as its manifest decided."""
+    return register_models(datadir, [f.manifest for f in fitted])
+
+
+def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *, activate: bool,
+                        force: bool) -> dict[str, Any]:
+    """Whether a new version may replace the active one, and why (both errors per metric).
+
+    A new version whose cross-validated error is worse than the active one's, on any
+    metric both have, by more than the noise -- the larger of ``ACTIVATION_MARGIN`` of the
+    active error and either version's fold-to-fold spread -- is registered but not
+    activated, unless ``force``.  A version that lacks a metric the active one has is
+    held back the same way.
+    """
+    base: dict[str, Any] = {"activated": False, "forced": force, "previous": None, "worse": {}}
+    if not activate:
+        return {**base, "reason": "not asked to activate"}
+    if active is None:
+        return {**base, "activated": True, "reason": "no active version"}
+    old_err = active.manifest.get("cv_mre") or {}
+    old_std = active.manifest.get("cv_fold_std") or {}
+    new_err, new_std = manifest["cv_mre"], manifest["cv_fold_std"]
+    worse: dict[str, dict[str, float | None]] = {}
+    for metric, old in old_err.items():
+        if old is None:
+            continue
+        new = new_err.get(metric)
+        if new is None:
+            worse[metric] = {"active": float(old), "new": None, "margin": None}
+            continue
+        margin = max(ACTIVATION_MARGIN * float(old), float(old_std.get(metric) or 0.0),
+                     float(new_std.get(metric) or 0.0))
+        if new - float(old) > margin:
+            worse[metric] = {"active": float(old), "new": float(new), "margin": margin}
+    base = {**base, "previous": active.version, "worse": worse}
+    if worse and not force:
+        return {**base, "reason": "worse than the active version beyond noise"}
+    reason = "forced despite a worse error" if worse else "not worse than the active version beyond noise"
+    return {**base, "activated": True, "reason": reason}
 
 
 def _jsonable(value: Any) -> Any:

@@ -7,10 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 
-from modeling.training.fleet import select_devices
-from modeling.training.selection import candidates_of_kinds
-from service.api.deps import DataDirDep, DeviceDep, JobsDep, TokenDep
-from service.api.schemas import ErrorResponse, FleetRetrainRequest, JobPublic, RetrainRequest
+from service.api.deps import DeviceDep, JobsDep, TokenDep
+from service.api.schemas import ErrorResponse, JobPublic, RetrainRequest
 
 router = APIRouter(tags=["jobs"])
 
@@ -24,7 +22,7 @@ router = APIRouter(tags=["jobs"])
         401: {"model": ErrorResponse, "description": "token required"},
         403: {"model": ErrorResponse, "description": "wrong token"},
         404: {"model": ErrorResponse, "description": "unknown device"},
-        409: {"model": ErrorResponse, "description": "a retrain of this device is already running"},
+        409: {"model": ErrorResponse, "description": "a retrain (or other writer) of this device is running"},
     },
 )
 def retrain(
@@ -42,36 +40,14 @@ def retrain(
 ) -> dict[str, Any]:
     """Retrain a device's models in the background; follow the returned job at `/v1/jobs/{id}`.
 
-    The new version becomes active only when training succeeded; until then (and if it
-    fails) predictions keep coming from the current version.
+    The new version becomes active only when training succeeded and its cross-validated
+    error is not worse than the active version's beyond noise (or `activate` is true);
+    the job's `result.activation` says what was decided, with both errors.  Until then
+    (and if it fails) predictions keep coming from the current version.
     """
     opts = options or RetrainRequest.model_validate({})
-    job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s)
-    return asdict(job)
-
-
-@router.post(
-    "/v1/retrain",
-    response_model=JobPublic,
-    status_code=202,
-    dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        404: {"model": ErrorResponse, "description": "unknown device"},
-        409: {"model": ErrorResponse, "description": "one of the devices is already retraining"},
-    },
-)
-def retrain_many(body: FleetRetrainRequest, jobs: JobsDep, datadir: DataDirDep) -> dict[str, Any]:
-    """Retrain many devices in one background job, in parallel on Dask; follow it at `/v1/jobs/{id}`.
-
-    Each device's new version becomes active as soon as it is trained; a device that fails
-    keeps its current version and is named in the job's `result.failed`.  The job fails
-    (`partial_failure`) if any device did.
-    """
-    devices = select_devices(datadir, body.devices, all_devices=body.all)
-    candidates = None if body.candidates is None else candidates_of_kinds(body.candidates)
-    job = jobs.start_many(devices, folds=body.folds, time_budget_s=body.time_budget_s, candidates=candidates)
+    job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s,
+                     activate=opts.activate is not False, force_activate=opts.activate is True)
     return asdict(job)
 
 
@@ -84,5 +60,5 @@ def get_job(
     job_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", examples=["3f2a9c0d4e5b6a7980716253443a2b1c"])],
     jobs: JobsDep,
 ) -> dict[str, Any]:
-    """A job's state (`queued`, `running`, `succeeded`, `failed`), progress, and result or error."""
+    """A job's state (`queued`, `running`, `succeeded`, `failed`, `interrupted`), progress, outcome."""
     return asdict(jobs.get(job_id))

@@ -8,14 +8,7 @@ from service.api.schemas.common import (
     MetricName,
     ModelChoice,
 )
-from service.api.schemas.jobs import (
-    FleetRetrainRequest,
-    Health,
-    JobPublic,
-    JobState,
-    Readiness,
-    RetrainRequest,
-)
+from service.api.schemas.jobs import Health, JobPublic, JobState, Readiness, RetrainRequest
 from service.api.schemas.predict import (
     BatchPredictRequest,
     BatchPredictResponse,
@@ -27,6 +20,7 @@ from service.api.schemas.predict import (
     WorkloadColumns,
 )
 from service.api.schemas.resources import (
+    DeletedPublic,
     DevicePublic,
     DevicesPublic,
     DeviceSummary,
@@ -42,13 +36,13 @@ __all__ = [
     "BatchPredictRequest",
     "BatchPredictResponse",
     "BatchWorkload",
+    "DeletedPublic",
     "DeviceName",
     "DevicePublic",
     "DeviceSummary",
     "DevicesPublic",
     "ErrorDetail",
     "ErrorResponse",
-    "FleetRetrainRequest",
     "Health",
     "JobPublic",
     "JobState",

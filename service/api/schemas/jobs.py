@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 
 from service.api.schemas.common import ErrorDetail
 
-JobState = Literal["queued", "running", "succeeded", "failed"]
+JobState = Literal["queued", "running", "succeeded", "failed", "interrupted"]
 
 
 class RetrainRequest(BaseModel):
@@ -23,38 +23,11 @@ class RetrainRequest(BaseModel):
     time_budget_s: float | None = Field(
         None, gt=0, le=86_400, allow_inf_nan=False, description="rough limit on training time"
     )
-
-
-class FleetRetrainRequest(BaseModel):
-    """Which devices to retrain in one job (names or globs, or all), and how."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {"devices": ["nvme0", "ssd-*"], "folds": 3, "time_budget_s": 60},
-                {"all": True, "candidates": ["cart"], "folds": 2},
-            ]
-        },
+    activate: bool | None = Field(
+        None,
+        description="null (default): activate the new version unless its cross-validated error is worse "
+        "than the active version's beyond noise; true: activate it anyway; false: register only",
     )
-
-    devices: list[Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._*?\[\]-]+$")]] = (
-        Field(default_factory=list, max_length=100_000, description="device names or globs (`ssd-*`)")
-    )
-    all: bool = Field(False, description="every device of the catalog")
-    folds: int = Field(5, ge=2, le=20, description="cross-validation folds")
-    time_budget_s: float | None = Field(
-        None, gt=0, le=86_400, allow_inf_nan=False, description="rough limit on each device's training time"
-    )
-    candidates: list[str] | None = Field(
-        None, min_length=1, max_length=10, description="only these estimator kinds, untuned (e.g. `cart`)"
-    )
-
-    @model_validator(mode="after")
-    def _one_choice(self) -> FleetRetrainRequest:
-        if bool(self.devices) == self.all:
-            raise ValueError("give either `devices` (names or globs) or `all: true`")
-        return self
 
 
 class JobPublic(BaseModel):
@@ -67,7 +40,6 @@ class JobPublic(BaseModel):
                     "id": "3f2a9c0d4e5b6a7980716253443a2b1c",
                     "kind": "retrain",
                     "device": "nvme0",
-                    "devices": ["nvme0"],
                     "state": "running",
                     "stage": "iops",
                     "progress": 0.4,
@@ -83,8 +55,7 @@ class JobPublic(BaseModel):
 
     id: str
     kind: str
-    device: str | None = Field(description="the device of a one-device retrain; null for many")
-    devices: list[str] = Field(default_factory=list, description="every device the job works on")
+    device: str
     state: JobState
     stage: str | None
     progress: float
