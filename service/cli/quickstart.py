@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from modeling.store import DataDir
-from modeling.workload import METRICS, Workload
+from modeling.workload import METRICS
 from service.cli.common import DeviceOption, console, datadir, handle_errors, progress_bar
 from service.config import get_settings
 
@@ -50,17 +50,13 @@ def _sweep_step(data: DataDir, device: str, plan_name: str, *, size: str, runtim
     # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
     from collectors.plans import build_plan
     from collectors.quickstart import scratch_settings, sweep_scratch
+    from service.cli.sweep import sweep_progress
 
     settings = scratch_settings(data, device, size=size, runtime=runtime, fio=get_settings().fio)
     plan = build_plan(plan_name)
     console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {settings.target}")
     with progress_bar() as bar:
-        task = bar.add_task("sweep", total=len(plan.points))
-
-        def advance(done: int, total: int, workload: Workload) -> None:
-            bar.update(task, completed=done, total=total)
-
-        sweep = sweep_scratch(data, device, plan, settings, progress=advance)
+        sweep = sweep_scratch(data, device, plan, settings, progress=sweep_progress(bar, len(plan.points)))
     console.print(f"sweep {sweep.id}: {sweep.n_points} points stored")
 
 
