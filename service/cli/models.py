@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from modeling.errors import InvalidInput, NoModel
 from modeling.store import DataDir
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
 from service.cli.common import (
     DeviceOption,
+    METRIC_LABELS,
     JsonOption,
+    cli_table,
     console,
     datadir,
     handle_errors,
@@ -75,7 +76,7 @@ def train(
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
-    table = Table("metric", "mode", "estimator", "features", "CV MRE", "auto regions")
+    table = cli_table("metric", "mode", "estimator", "features", "CV MRE", "auto regions", ids=("metric",))
     for metric in METRICS:
         m = manifest.get("metrics", {}).get(metric)
         if not m:
@@ -118,7 +119,7 @@ def evaluate(
     if json_output:
         print_json(report)
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "MRE",
         "median",
@@ -128,6 +129,7 @@ def evaluate(
         "global MRE",
         "basic",
         "extended",
+        ids=("metric",),
         title=f"{device}: {report['method']}, n={report['n']}",
     )
     fs = report.get("feature_sets") or {}
@@ -144,7 +146,7 @@ def evaluate(
         )
     console.print(table)
     if report.get("regions"):
-        rt = Table("region", "n", *METRICS, title="MRE: global / region model / auto")
+        rt = cli_table("region", "n", *METRICS, ids=("region",), title="MRE: global / region model / auto")
         for region, e in report["regions"].items():
             cells = [
                 f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
@@ -229,12 +231,13 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
             }
         )
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "value",
         "90% interval",
         "model",
         "note",
+        ids=("metric",),
         title=f"{device} ({result.model_version}), region {workload.region}",
     )
     for metric, p in result.predictions.items():
@@ -273,14 +276,15 @@ def list_versions(device: DeviceOption, json_output: JsonOption = False) -> None
     if not rows:
         console.print(f"{device} has no model yet: run `ssdpredict train --device {device}`")
         return
-    table = Table("version", "active", "created", "points", *METRICS)
+    table = cli_table("version", "active", "created", "points", *(METRIC_LABELS[m] for m in METRICS),
+                      ids=("version",), title=f"{device}: cross-validated mean relative error per metric")
     for r in rows:
         table.add_row(
             r["version"],
             "*" if r["active"] else "",
-            r["created_at"],
+            str(r["created_at"])[:16].replace("T", " "),
             str(r["n_rows"]),
-            *(f"{r['cv_mre'][m]:.2%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
+            *(f"{r['cv_mre'][m]:.1%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
         )
     console.print(table)
 
