@@ -7,12 +7,12 @@ Usage::
     .venv/bin/python bench/accuracy.py --sampling-only --budget 30
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
-temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.evaluate`
+temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.training.evaluate`
 runs (the whole training procedure inside each fold).  Printed: MRE per metric with the
 issue's targets, basic vs extended features, interval coverage, the noise floor when the
 data has repeats, and the wall time of one full training.  The sampling study trains on
 growing subsets of one device's points chosen by a coarse grid, at random, or adaptively
-(:func:`modeling.adaptive.propose_points`) and reports the MRE on the points left out.
+(:func:`modeling.training.adaptive.propose_points`) and reports the MRE on the points left out.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from modeling.adaptive import propose_points  # noqa: E402
-from modeling.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
+from modeling.training.adaptive import propose_points  # noqa: E402
+from modeling.training.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
-from modeling.fit import fit_device_model  # noqa: E402
-from modeling.selection import _c, relative_errors, workload_groups  # noqa: E402
+from modeling.training.fit import fit_device_model  # noqa: E402
+from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
 

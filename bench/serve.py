@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 from fastapi import FastAPI  # noqa: E402
 
 from collectors.fio.results import parse_fio_output  # noqa: E402
-from modeling.selection import Candidate  # noqa: E402
+from modeling.training.selection import Candidate  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
-from modeling.train import train_device  # noqa: E402
+from modeling.training.train import train_device  # noqa: E402
 from service.api.main import create_app  # noqa: E402
 
 FIO_DATA = ROOT / "tests" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"

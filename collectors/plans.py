@@ -289,7 +289,7 @@ def adaptive_plan(measurements: Any, budget: int, *, bounds: Mapping[str, Sequen
         # nothing measured yet: no model to be uncertain about, so spread points evenly.
         chosen = lhs_points(budget, bounds, seed=seed)
     else:
-        from modeling.adaptive import propose_points  # heavy (scikit-learn), only for adaptive plans
+        from modeling.training.adaptive import propose_points  # heavy (scikit-learn), only for adaptive plans
 
         chosen = list(propose_points(measurements, pool, budget, metric=metric))
     return shuffled("adaptive", chosen, seed, budget=budget, metric=metric, bounds=_jsonable(bounds))

@@ -13,7 +13,7 @@ from collectors.plans import Plan
 from collectors.sweep import Progress, run_sweep
 from collectors.sweep_settings import SweepSettings
 from modeling.store import DataDir, Sweep
-from modeling.train import train_device
+from modeling.training.train import train_device
 
 TrainProgress = Callable[[str, float], None]
 

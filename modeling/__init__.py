@@ -1,13 +1,17 @@
 """Modeling: the shared workload type, the data directory, and per-device regression models.
 
-* :mod:`modeling.workload` -- the one workload type, metric and region names.
+Core, importable by every package (imports nothing else of ``modeling``'s rooms):
+
+* :mod:`modeling.workload` -- the one workload type, its limits table, metric and region names.
+* :mod:`modeling.workload_matrix` -- workloads as a vectorised ``(n, 9)`` matrix.
 * :mod:`modeling.features` -- ``basic`` and ``extended`` feature sets.
-* :mod:`modeling.estimators` -- CART, extra-trees and XGBoost regressors (scikit-learn API).
-* :mod:`modeling.selection` / :mod:`modeling.fit` -- model choice by grouped CV in a time
-  budget, physics (bandwidth law, Little's law, tail/mean ratio), region models, intervals.
-* :mod:`modeling.device_model` -- :class:`DeviceModel`, fast single and batch prediction.
-* :mod:`modeling.compiled` -- lookup-table compilation of tree models.
-* :mod:`modeling.registry` / :mod:`modeling.serialize` -- versioned, validated, pickle-free storage.
-* :mod:`modeling.train`, :mod:`modeling.evaluate`, :mod:`modeling.predict`,
-  :mod:`modeling.batch`, :mod:`modeling.adaptive` -- the operations the CLI and API call.
+* :mod:`modeling.errors` -- domain errors; :mod:`modeling.store` -- the data directory.
+
+Rooms (each imports the core; serving imports estimators; training imports both):
+
+* :mod:`modeling.estimators` -- scikit-learn regressors (CART, extra-trees, XGBoost, Gaussian
+  process, load-gated), their fast paths and their pickle-free serialisation.
+* :mod:`modeling.serving` -- :class:`~modeling.serving.device_model.DeviceModel`, the model
+  registry, and the predict operations the CLI and API call.
+* :mod:`modeling.training` -- model selection, fitting, train, evaluate, adaptive sampling.
 """

@@ -1,4 +1,4 @@
-"""Feature sets: the workload fields a model sees, as a scikit-learn transformer.
+"""Feature sets: the workload fields a model sees, computed from the workload matrix.
 
 * ``basic`` -- the four published characteristics (write ratio, queue depth, request
   size, randomness), sizes and depths on a log2 scale.
@@ -13,17 +13,13 @@ Everything works on the plain ``(n, 9)`` workload matrix of
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
-import pandas as pd
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
 
 from modeling.errors import InvalidInput
-from modeling.workload import BASIC_FIELDS, WORKLOAD_FIELDS
 from modeling.workload_matrix import FIELD_INDEX as _IDX
-from modeling.workload_matrix import mean_request_size, outstanding_io, workload_matrix
+from modeling.workload_matrix import mean_request_size, outstanding_io
 
 FEATURE_SETS: Final[tuple[str, ...]] = ("basic", "extended")
 FEATURE_CHOICES: Final[dict[str, tuple[str, ...]]] = {
@@ -107,41 +103,3 @@ def _features_of_one(row: list[float], feature_set: str) -> np.ndarray:
             math.log2((1.0 - wr) * rs + wr * ws),
         ]
     return np.array([out], dtype=np.float32)
-
-
-class WorkloadFeatures(TransformerMixin, BaseEstimator):
-    """Turn a DataFrame of workload fields into the ``basic`` or ``extended`` feature matrix."""
-
-    def __init__(self, feature_set: str = "extended") -> None:
-        self.feature_set = feature_set
-
-    def fit(self, X: Any, y: Any = None) -> WorkloadFeatures:
-        """Check the feature set and the input columns."""
-        if self.feature_set not in FEATURE_NAMES:
-            raise ValueError(f"unknown feature set {self.feature_set!r}; use one of {FEATURE_SETS}")
-        frame = _as_frame(X)
-        missing = [f for f in BASIC_FIELDS if f not in frame]
-        if missing:
-            raise ValueError(f"missing workload columns: {missing}")
-        self.feature_names_out_ = np.array(FEATURE_NAMES[self.feature_set], dtype=object)
-        self.n_features_in_ = frame.shape[1]
-        return self
-
-    def transform(self, X: Any) -> np.ndarray:
-        """The feature matrix."""
-        check_is_fitted(self, "feature_names_out_")
-        return compute_features(workload_matrix(_as_frame(X)), self.feature_set)
-
-    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        """Names of the produced features."""
-        check_is_fitted(self, "feature_names_out_")
-        return self.feature_names_out_
-
-
-def _as_frame(X: Any) -> pd.DataFrame:
-    if isinstance(X, pd.DataFrame):
-        return X
-    arr = np.asarray(X, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[1] not in (4, len(WORKLOAD_FIELDS)):
-        raise ValueError("expected a DataFrame of workload fields or an (n, 4) / (n, 9) array")
-    return pd.DataFrame(arr, columns=list(WORKLOAD_FIELDS[: arr.shape[1]]))

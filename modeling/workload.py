@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal, overload
 from collections.abc import Mapping
 
+import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 KIB: Final = 1024
@@ -51,21 +52,6 @@ METRIC_UNITS: Final[Mapping[str, str]] = {
     "bandwidth_mib_s": "MiB/s",
     "iops": "IO/s",
 }
-
-BASIC_FIELDS: Final[tuple[str, ...]] = ("write_ratio", "queue_depth", "request_size", "randomness")
-"""The four published workload characteristics."""
-
-EXTENDED_FIELDS: Final[tuple[str, ...]] = (
-    "numjobs",
-    "read_size",
-    "write_size",
-    "read_randomness",
-    "write_randomness",
-)
-WORKLOAD_FIELDS: Final[tuple[str, ...]] = BASIC_FIELDS + EXTENDED_FIELDS
-"""Every workload field, in canonical (CSV column) order."""
-
-SIZE_FIELDS: Final = frozenset({"request_size", "read_size", "write_size"})
 
 SMALL_REQUEST_MAX: Final = 32 * KIB
 """Requests up to this size count as *small* for the workload regions."""
@@ -104,19 +90,154 @@ def format_size(size: int) -> str:
     return str(size)
 
 
+@dataclass(frozen=True)
+class FieldLimit:
+    """One workload field: its kind, limits, default and meaning.
+
+    :data:`WORKLOAD_LIMITS` is the one definition of the workload's fields: the
+    :class:`Workload` type, the API's batch schemas (``service/api/schemas/predict.py``)
+    and the matrix check (:func:`modeling.workload_matrix.check_matrix`) are built from it.
+    """
+
+    name: str
+    kind: Literal["fraction", "count", "size"]
+    low: float
+    high: float
+    unit: str
+    description: str
+    default: float | None = None
+    """Constant used when the field is left out (``None``: see ``default_from``)."""
+    default_from: str | None = None
+    """Field whose value is copied when this one is left out."""
+
+    @property
+    def required(self) -> bool:
+        """Whether the field has no default."""
+        return self.default is None and self.default_from is None
+
+    @property
+    def step(self) -> int | None:
+        """Values must be a multiple of this (``None`` for fractions)."""
+        return {"fraction": None, "count": 1, "size": SIZE_STEP}[self.kind]
+
+    @property
+    def python_type(self) -> type:
+        """``float`` for fractions, ``int`` for counts and sizes."""
+        return float if self.kind == "fraction" else int
+
+    @property
+    def allowed(self) -> str:
+        """The limits in words, for error messages."""
+        if self.kind == "fraction":
+            return f"{self.low:g}..{self.high:g}"
+        text = f"{int(self.low)}..{int(self.high)}"
+        return f"{text}, a multiple of {self.step}" if self.kind == "size" else text
+
+    @property
+    def full_description(self) -> str:
+        """Meaning, unit and default, as the OpenAPI schema shows it."""
+        text = f"{self.description} ({self.unit})" if self.unit else self.description
+        if self.default_from is not None:
+            text += f"; default {self.default_from}"
+        elif self.default is not None:
+            text += f"; default {self.default:g}"
+        return text
+
+    def constraints(self) -> dict[str, Any]:
+        """The pydantic ``Field`` keyword limits of the field."""
+        if self.kind == "fraction":
+            return {"ge": self.low, "le": self.high, "allow_inf_nan": False}
+        limits: dict[str, Any] = {"ge": int(self.low), "le": int(self.high)}
+        if self.kind == "size":
+            limits["multiple_of"] = SIZE_STEP
+        return limits
+
+    def pydantic_field(self, **extra: Any) -> Any:
+        """A pydantic ``Field`` with this field's default and description (limits live in the type)."""
+        default = ... if self.required else None
+        if self.default is not None:
+            default = self.python_type(self.default)
+        return Field(default, description=self.full_description, **extra)
+
+
+SIZE_STEP: Final = 512
+"""Request sizes are whole multiples of a sector."""
+
+WORKLOAD_LIMITS: Final[tuple[FieldLimit, ...]] = (
+    FieldLimit("write_ratio", "fraction", 0.0, 1.0, "", "fraction of requests that are writes, 0..1"),
+    FieldLimit("queue_depth", "count", 1, 4096, "I/Os", "outstanding I/Os per job"),
+    FieldLimit(
+        "request_size", "size", SIZE_STEP, MAX_REQUEST_SIZE, "bytes", "request size; or '16k', '1MiB'"
+    ),
+    FieldLimit("randomness", "fraction", 0.0, 1.0, "", "fraction of non-sequential requests, 0..1"),
+    FieldLimit("numjobs", "count", 1, 1024, "jobs", "parallel submitting jobs", default=1),
+    FieldLimit(
+        "read_size", "size", SIZE_STEP, MAX_REQUEST_SIZE, "bytes", "read request size",
+        default_from="request_size",
+    ),
+    FieldLimit(
+        "write_size", "size", SIZE_STEP, MAX_REQUEST_SIZE, "bytes", "write request size",
+        default_from="request_size",
+    ),
+    FieldLimit(
+        "read_randomness", "fraction", 0.0, 1.0, "", "randomness of reads", default_from="randomness"
+    ),
+    FieldLimit(
+        "write_randomness", "fraction", 0.0, 1.0, "", "randomness of writes", default_from="randomness"
+    ),
+)
+"""Every workload field, in canonical (CSV column) order: the one table of its limits."""
+
+LIMITS: Final[Mapping[str, FieldLimit]] = {f.name: f for f in WORKLOAD_LIMITS}
+
+WORKLOAD_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in WORKLOAD_LIMITS)
+"""Every workload field, in canonical (CSV column) order."""
+
+BASIC_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in WORKLOAD_LIMITS if f.required)
+"""The four published workload characteristics (the required fields)."""
+
+EXTENDED_FIELDS: Final[tuple[str, ...]] = tuple(f.name for f in WORKLOAD_LIMITS if not f.required)
+
+SIZE_FIELDS: Final = frozenset(f.name for f in WORKLOAD_LIMITS if f.kind == "size")
+
+
 def _size_or_none(value: Any) -> int | None:
     return None if value is None else parse_size(value)
 
 
-SizeBytes = Annotated[
-    int,
-    BeforeValidator(parse_size),
-    Field(ge=512, le=MAX_REQUEST_SIZE, multiple_of=512, description="bytes; or '16k', '1MiB'"),
-]
+def _limits(name: str) -> Any:
+    """The pydantic constraints of a workload field, from :data:`WORKLOAD_LIMITS`."""
+    return Field(**LIMITS[name].constraints())
+
+
+def _spec(name: str) -> Any:
+    """The pydantic default and description of a workload field, from :data:`WORKLOAD_LIMITS`."""
+    return LIMITS[name].pydantic_field()
+
+
+_Size = BeforeValidator(parse_size)
 # The limits sit inside the union: on ``int | None`` an explicit null reached the ``ge``
 # check and raised TypeError (a 500 in the API) instead of meaning "use the default".
-OptionalSize = Annotated[SizeBytes | None, BeforeValidator(_size_or_none)]
-Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+_OptionalSize = BeforeValidator(_size_or_none)
+
+
+def fill_defaults(w: np.ndarray) -> np.ndarray:
+    """Fill the NaN optional fields of an ``(n, 9)`` workload matrix in place, from the table.
+
+    The one default rule: a constant (``numjobs`` 1) or a copy of another field
+    (per-direction sizes and randomness from the basic ones).  :class:`Workload` fills its
+    left-out fields through this same function.
+    """
+    for i, limit in enumerate(WORKLOAD_LIMITS):
+        if limit.required:
+            continue
+        col = w[:, i]
+        gap = np.isnan(col)
+        if limit.default_from is not None:
+            col[gap] = w[gap, WORKLOAD_FIELDS.index(limit.default_from)]
+        else:
+            col[gap] = limit.default
+    return w
 
 
 @dataclass(frozen=True)
@@ -155,12 +276,25 @@ REGIONS: Final[tuple[Region, ...]] = tuple(
 REGION_NAMES: Final[tuple[str, ...]] = tuple(r.name for r in REGIONS)
 
 
+@overload
+def region_code(write_ratio: float, randomness: float, request_size: float) -> int: ...
+@overload
+def region_code(write_ratio: np.ndarray, randomness: np.ndarray, request_size: np.ndarray) -> np.ndarray: ...
+def region_code(write_ratio: Any, randomness: Any, request_size: Any) -> Any:
+    """Index into :data:`REGION_NAMES` of workloads given their three region-defining fields.
+
+    The one region rule.  Plain arithmetic on comparisons, so it runs elementwise on numpy
+    arrays (an int64 array) and on plain floats (an int, for the single-row fast path).
+    """
+    write = write_ratio > 0.5
+    sequential = randomness < 0.5
+    large = request_size > SMALL_REQUEST_MAX
+    return write * 4 + sequential * 2 + large * 1
+
+
 def region_for(write_ratio: float, randomness: float, request_size: float) -> str:
     """Name the region of a workload given its three region-defining characteristics."""
-    w = "write" if write_ratio > 0.5 else "read"
-    r = "random" if randomness >= 0.5 else "sequential"
-    s = "small" if request_size <= SMALL_REQUEST_MAX else "large"
-    return f"{w}-{r}-{s}"
+    return REGION_NAMES[region_code(write_ratio, randomness, request_size)]
 
 
 class Workload(BaseModel):
@@ -176,15 +310,17 @@ class Workload(BaseModel):
         },
     )
 
-    write_ratio: Fraction = Field(description="fraction of requests that are writes, 0..1")
-    queue_depth: int = Field(ge=1, le=4096, strict=False, description="outstanding I/Os per job")
-    request_size: SizeBytes
-    randomness: Fraction = Field(description="fraction of non-sequential requests, 0..1")
-    numjobs: int = Field(1, ge=1, le=1024, description="parallel submitting jobs")
-    read_size: OptionalSize = Field(None, description="read request size; default request_size")
-    write_size: OptionalSize = Field(None, description="write request size; default request_size")
-    read_randomness: Fraction | None = Field(None, description="default randomness")
-    write_randomness: Fraction | None = Field(None, description="default randomness")
+    # Types are written here for type checkers; limits, defaults and descriptions come
+    # from WORKLOAD_LIMITS (a test holds the fields equal to the table).
+    write_ratio: Annotated[float, _limits("write_ratio")] = _spec("write_ratio")
+    queue_depth: Annotated[int, _limits("queue_depth")] = _spec("queue_depth")
+    request_size: Annotated[int, _limits("request_size"), _Size] = _spec("request_size")
+    randomness: Annotated[float, _limits("randomness")] = _spec("randomness")
+    numjobs: Annotated[int, _limits("numjobs")] = _spec("numjobs")
+    read_size: Annotated[Annotated[int, _limits("read_size")] | None, _OptionalSize] = _spec("read_size")
+    write_size: Annotated[Annotated[int, _limits("write_size")] | None, _OptionalSize] = _spec("write_size")
+    read_randomness: Annotated[float, _limits("read_randomness")] | None = _spec("read_randomness")
+    write_randomness: Annotated[float, _limits("write_randomness")] | None = _spec("write_randomness")
 
     @model_validator(mode="before")
     @classmethod
@@ -198,15 +334,14 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> Workload:
-        # frozen model: defaults derived from other fields are set once, here.
-        for field, source in (
-            ("read_size", "request_size"),
-            ("write_size", "request_size"),
-            ("read_randomness", "randomness"),
-            ("write_randomness", "randomness"),
-        ):
-            if getattr(self, field) is None:
-                object.__setattr__(self, field, getattr(self, source))
+        # frozen model: defaults derived from other fields are set once, here, by the
+        # same rule the matrix path uses
+        values = [getattr(self, name) for name in WORKLOAD_FIELDS]
+        row = np.array([[np.nan if v is None else v for v in values]], dtype=np.float64)
+        fill_defaults(row)
+        for limit, value, filled in zip(WORKLOAD_LIMITS, values, row[0].tolist(), strict=True):
+            if value is None:
+                object.__setattr__(self, limit.name, limit.python_type(filled))
         return self
 
     @property
@@ -231,7 +366,7 @@ class Workload(BaseModel):
             value = row.get(name)
             if value is None or (isinstance(value, float) and value != value):
                 continue
-            if name in ("queue_depth", "numjobs") and isinstance(value, float) and value.is_integer():
+            if LIMITS[name].kind == "count" and isinstance(value, float) and value.is_integer():
                 value = int(value)
             values[name] = value
         return cls(**values)

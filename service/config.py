@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
+    # the analysis notebooks (notebooks/nbdata.py) read their knobs here too
+    device: str | None = Field(default=None, description="notebooks: analyse this existing device")
+    nb_fio_dir: Path | None = Field(default=None, description="notebooks: fio JSON folder to import")
+    nb_folds: int = Field(default=5, ge=2, le=20, description="notebooks: cross-validation folds")
+    nb_time_budget_s: float = Field(default=60.0, ge=0.0, description="notebooks: tuning seconds")
 
     @field_validator("home")
     @classmethod

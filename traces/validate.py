@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput, NoData, TooLarge
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 from traces.characterize import Characterization, characterize

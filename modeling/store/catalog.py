@@ -20,6 +20,7 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write
 from modeling.store.model_versions import ModelVersionTable
+from modeling.store.names import validate_name
 from modeling.store.records import (
     Device,
     ModelVersion,
@@ -115,8 +116,6 @@ class Catalog(ModelVersionTable):
         self, name: str, device_class: str = "ssd", metadata: dict[str, Any] | None = None
     ) -> Device:
         """Return the device called ``name``, creating it (or merging new metadata) if needed."""
-        from modeling.store.datadir import validate_name
-
         validate_name(name)
         with self.connect() as conn:
             row = conn.execute("SELECT * FROM devices WHERE name = ?", (name,)).fetchone()

@@ -17,23 +17,21 @@
 # accuracy of the estimate for speed.
 
 # %%
-import os
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import display
-from nbdata import open_device
-from modeling.evaluate import evaluate_device
-from modeling.fit import INTERVAL_LEVEL
-from modeling.registry import ModelRegistry
-from modeling.selection import relative_errors
-from modeling.train import train_device
+from nbdata import open_device, settings
+from modeling.training.evaluate import evaluate_device
+from modeling.training.fit import INTERVAL_LEVEL
+from modeling.serving.registry import ModelRegistry
+from modeling.training.selection import relative_errors
+from modeling.training.train import train_device
 from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io, region_codes
 
-FOLDS = int(os.environ.get("SSDPREDICT_NB_FOLDS", "5"))
-TIME_BUDGET_S = float(os.environ.get("SSDPREDICT_NB_TIME_BUDGET_S", "60"))
+FOLDS = settings().nb_folds
+TIME_BUDGET_S = settings().nb_time_budget_s
 
 # %%
 datadir, DEVICE = open_device()

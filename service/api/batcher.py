@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from modeling.device_model import DeviceModel
+from modeling.serving.device_model import DeviceModel
 from modeling.workload import WORKLOAD_FIELDS, Workload
 
 _Key = tuple[DeviceModel, tuple[str, ...] | None, str]

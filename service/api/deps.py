@@ -16,7 +16,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir, validate_name
 from service.api.batcher import PredictionBatcher
 from service.api.jobs import RetrainJobs

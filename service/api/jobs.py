@@ -6,7 +6,7 @@ device" is an exclusive ``flock`` on ``<home>/jobs/locks/<device>.lock``: it hol
 worker processes, and the kernel releases it if the process dies, which is also how a job
 orphaned by a crash is recognised.
 
-Training itself (``modeling.train.train_device``) writes the new version completely and
+Training itself (``modeling.training.train.train_device``) writes the new version completely and
 then activates it in one catalog transaction, so a failed job never touches the active
 model; the registry is told to re-read the active version when a job succeeds.
 """
@@ -26,11 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from modeling.errors import Conflict, NotFound, SsdPredictError
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir, validate_name
 from modeling.store.atomic import atomic_write_bytes
 from modeling.store.catalog import utcnow
-from modeling.train import train_device
+from modeling.training.train import train_device
 from service.api.metrics import ServiceMetrics
 
 log = logging.getLogger("ssdpredict.jobs")

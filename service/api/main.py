@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the API app over the data directory named by ``settings``."""
     settings = settings or get_settings()
     # One BLAS thread by default: a prediction's matrix products are thin, and BLAS workers
-    # spinning on the cores would slow the row-block threads of modeling.parallel down.
+    # spinning on the cores would slow the row-block threads of modeling.estimators.parallel down.
     # Set here, not in the lifespan: that may run off the main thread (the test client's
     # portal), and OpenBLAS ignores the call there.
     threadpool_limits(limits=settings.blas_threads, user_api="blas")

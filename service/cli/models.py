@@ -24,10 +24,13 @@ from service.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from modeling.predict import Prediction
+    from modeling.serving.predict import Prediction
 
 FeaturesOption = Annotated[str, typer.Option(
     "--features", help="feature set: extended, basic, or both (cross-validation chooses)")]
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 models_app = typer.Typer(help="List, inspect and activate (roll back) model versions.", no_args_is_help=True)
 
@@ -52,7 +55,7 @@ def train(
 ) -> None:
     """Train one model per metric (and per region) and register a new model version."""
     from modeling.features import feature_choice
-    from modeling.train import train_device
+    from modeling.training.train import train_device
 
     feature_sets = feature_choice(features)
     with progress_bar(fraction=True) as bar:
@@ -101,17 +104,18 @@ def evaluate(
     json_output: JsonOption = False,
 ) -> None:
     """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
-    from modeling.evaluate import evaluate_device
+    from modeling.training.evaluate import evaluate_device
     from modeling.features import feature_choice
 
     feature_sets = feature_choice(features)
+    held = _read_holdout(Path(holdout)) if holdout is not None else None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("evaluating", total=1.0)
         report = evaluate_device(
             datadir(),
             device,
             folds=folds,
-            holdout=holdout,
+            holdout=held,
             time_budget_s=time_budget,
             feature_sets=feature_sets,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
@@ -182,7 +186,7 @@ def predict(
     json_output: JsonOption = False,
 ) -> None:
     """Predict the metrics of one workload, or of every row of a CSV file."""
-    from modeling.predict import predict as predict_one
+    from modeling.serving.predict import predict as predict_one
 
     data = datadir()
     if input_csv is not None:
@@ -200,7 +204,7 @@ def predict(
 def _predict_file(data: DataDir, device: str, path: Path, output: str | None, *, model: str,
                   version: str | None) -> None:
     """Predict every row of a CSV file; the predictions go to ``output`` or stdout."""
-    from modeling.batch import predict_csv
+    from modeling.serving.batch import predict_csv
 
     frame = predict_csv(data, device, path, model=model, version=version)
     if output is None:
@@ -257,7 +261,7 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
 @handle_errors
 def list_versions(device: DeviceOption, json_output: JsonOption = False) -> None:
     """List a device's model versions."""
-    from modeling.registry import ModelRegistry
+    from modeling.serving.registry import ModelRegistry
 
     versions = ModelRegistry(datadir()).versions(device)
     rows = [
@@ -327,7 +331,21 @@ def activate(
     version: Annotated[str, typer.Argument(help="version to make active")],
 ) -> None:
     """Make a model version the active one (rollback or roll forward)."""
-    from modeling.registry import ModelRegistry
+    from modeling.serving.registry import ModelRegistry
 
     mv = ModelRegistry(datadir()).activate(device, version)
     console.print(f"{mv.device}: active model is now {mv.version}")
+
+
+def _read_holdout(path: Path) -> pd.DataFrame:
+    """Measured rows of an ingest-format CSV (workload columns plus metric columns)."""
+    import pandas as pd
+
+    from collectors.ingest import parse_csv_measurements
+
+    if not path.is_file():
+        raise InvalidInput(f"no such file: {path}")
+    try:
+        return pd.DataFrame(parse_csv_measurements(path))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc}") from exc

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import modeling.evaluate
-import modeling.fit
+import modeling.training.evaluate
+import modeling.training.fit
 from service.cli.main import app
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -19,7 +19,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def quick_candidates(monkeypatch):
     """The CLI trains with the default candidates; keep them tiny in tests."""
-    for module in (modeling.fit, modeling.evaluate):
+    for module in (modeling.training.fit, modeling.training.evaluate):
         monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
 
 
@@ -183,7 +183,7 @@ def test_evaluate_holdout_csv(device_with_data, tmp_path):
 
 
 def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
-    from modeling.selection import default_candidates as real_defaults
+    from modeling.training.selection import default_candidates as real_defaults
 
     seen: list[tuple[str, ...]] = []
 
@@ -193,7 +193,7 @@ def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
             feature_sets, quick=True
         )
 
-    monkeypatch.setattr(modeling.fit, "default_candidates", record)
+    monkeypatch.setattr(modeling.training.fit, "default_candidates", record)
     r = run("train", "--device", "synth", "--folds", "3", "--features", "basic", "--json")
     assert r.exit_code == 0, r.output
     manifest = json.loads(r.stdout)["manifest"]

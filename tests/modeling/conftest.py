@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modeling.selection import Candidate, _c
+from modeling.training.selection import Candidate, _c
 from modeling.store import DataDir
 from modeling.workload import MIB
 
@@ -84,7 +84,7 @@ def device_with_data(datadir: DataDir, synthetic: pd.DataFrame) -> str:
 @pytest.fixture
 def trained(datadir: DataDir, device_with_data: str) -> str:
     """``synth`` with one trained, active model version; returns the version."""
-    from modeling.train import train_device
+    from modeling.training.train import train_device
 
     mv = train_device(datadir, device_with_data, folds=3, candidates=fast_candidates())
     return mv.version

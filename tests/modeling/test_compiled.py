@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling.compiled import compile_estimator
-from modeling.estimators import CartRegressor, ExtraTreesModel, XGBoostModel
+from modeling.estimators.compiled import compile_estimator
+from modeling.estimators.families import CartRegressor, ExtraTreesModel, XGBoostModel
 from modeling.features import compute_features
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import synthetic_rows

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from modeling.estimators import (
+from modeling.estimators.families import (
     CartRegressor,
     ExtraTreesModel,
     GaussianProcessModel,
     LoadGatedModel,
     XGBoostModel,
 )
-from modeling.features import FEATURE_NAMES, WorkloadFeatures, compute_features
+from modeling.features import FEATURE_NAMES, compute_features
 from modeling.workload_matrix import workload_matrix
 
 
@@ -171,8 +171,4 @@ def test_feature_sets_and_defaults():
     assert ext[0, names.index("log2_read_size")] == 12.0  # read_size defaulted to request_size
     assert ext[0, names.index("log2_write_size")] == 16.0
     assert ext[0, names.index("log2_mean_size")] == pytest.approx(np.log2((4096 + 65536) / 2))
-    basic = WorkloadFeatures("basic").fit(frame)
-    assert list(basic.get_feature_names_out()) == list(FEATURE_NAMES["basic"])
-    assert basic.transform(frame).shape == (1, 4)
-    with pytest.raises(ValueError, match="feature set"):
-        WorkloadFeatures("fancy").fit(frame)
+    assert compute_features(w, "basic").shape == (1, len(FEATURE_NAMES["basic"])) == (1, 4)

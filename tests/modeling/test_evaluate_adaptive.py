@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from modeling.adaptive import propose_points
-from modeling.evaluate import evaluate_device, evaluate_frame, noise_floor
+from modeling.training.adaptive import propose_points
+from modeling.training.evaluate import evaluate_device, evaluate_frame, noise_floor
 from modeling.workload import METRICS, Workload
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -35,9 +35,8 @@ def test_noise_floor_from_repeats():
 
 
 def test_holdout_evaluation(datadir, device_with_data, tmp_path):
-    path = tmp_path / "holdout.csv"
-    synthetic_rows(seed=9).drop(columns=["fio_version"]).to_csv(path, index=False)
-    report = evaluate_device(datadir, "synth", holdout=path, candidates=fast_candidates()).to_dict()
+    held = synthetic_rows(seed=9).drop(columns=["fio_version"])
+    report = evaluate_device(datadir, "synth", holdout=held, candidates=fast_candidates()).to_dict()
     assert report["method"] == "holdout" and report["metrics"]["iops"]["n"] == 128
     # the hold-out report has the same sections as the k-fold one
     assert set(report["feature_sets"]) == {"basic", "extended"}
@@ -50,10 +49,9 @@ def test_holdout_without_measured_rows_is_nodata(datadir, device_with_data, tmp_
 
     from modeling.errors import NoData
 
-    path = tmp_path / "holdout.csv"
-    synthetic_rows(seed=9).drop(columns=["fio_version", "iops"]).to_csv(path, index=False)
+    held = synthetic_rows(seed=9).drop(columns=["fio_version", "iops"])
     with pytest.raises(NoData, match="hold-out"):
-        evaluate_device(datadir, "synth", holdout=path, candidates=fast_candidates())
+        evaluate_device(datadir, "synth", holdout=held, candidates=fast_candidates())
 
 
 def test_repeats_report_the_error_against_the_typical_run():

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.ensemble import ExtraTreesRegressor
 
-from modeling import packed_forest, parallel
-from modeling.packed_forest import PackedForest
+from modeling.estimators import packed_forest, parallel
+from modeling.estimators.packed_forest import PackedForest
 
 
 @pytest.fixture(scope="module")

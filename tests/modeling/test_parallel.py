@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling import parallel
-from modeling.gaussian_process import GaussianProcessModel
+from modeling.estimators import parallel
+from modeling.estimators.gaussian_process import GaussianProcessModel
 
 
 def test_by_row_blocks_covers_every_row_once_in_order(monkeypatch) -> None:

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from modeling.errors import InvalidInput, NoModel, NotFound
-from modeling.fit import fit_device_model
-from modeling.predict import predict
+from modeling.training.fit import fit_device_model
+from modeling.serving.predict import predict
 from modeling.workload import METRICS, Workload
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -168,7 +168,7 @@ def test_region_model_missing_is_not_found():
 @pytest.fixture(scope="module")
 def rich_model():
     """Every kind of scope model at once: load-gated, GP and relative-loss members, regions, ratio."""
-    from modeling.selection import _c
+    from modeling.training.selection import _c
 
     cands = [
         _c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),

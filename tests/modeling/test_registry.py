@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from modeling.errors import CorruptModel, NoModel, NotFound, UnknownDevice
-from modeling.estimators import ESTIMATORS
-from modeling.fit import fit_device_model
-from modeling.registry import ModelRegistry, save_model
+from modeling.estimators.families import ESTIMATORS
+from modeling.training.fit import fit_device_model
+from modeling.serving.registry import ModelRegistry, save_model
 from modeling.store import DataDir
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -39,7 +39,7 @@ def test_round_trip_gives_identical_predictions(datadir, device_with_data, synth
 
 
 def test_cache_returns_same_object_and_activate_rolls_back(datadir, trained):
-    from modeling.train import train_device
+    from modeling.training.train import train_device
 
     registry = ModelRegistry(datadir, active_ttl_s=0.0)
     first = registry.load("synth")
@@ -73,8 +73,8 @@ def test_tampered_model_file_is_refused(datadir, trained):
 
 
 def test_tampered_xgboost_blob_is_refused(datadir, device_with_data):
-    from modeling.selection import _c
-    from modeling.train import train_device
+    from modeling.training.selection import _c
+    from modeling.training.train import train_device
 
     only_xgb = [_c("extended", "xgboost", n_estimators=20, max_depth=3)]
     version = train_device(datadir, "synth", folds=3, candidates=only_xgb).version
@@ -199,7 +199,7 @@ def test_concurrent_loads_share_one_model(datadir, trained):
 )
 def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
     """Gaussian processes and composite models come back from JSON/UBJ predicting the same."""
-    from modeling.selection import _c
+    from modeling.training.selection import _c
 
     fs, kind, params = candidate
     model, _ = fit_device_model(
@@ -224,8 +224,8 @@ def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
 
 def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_data):
     """A load-gated model whose gate was cut out (checksums re-forged) fails validation."""
-    from modeling.selection import _c
-    from modeling.train import train_device
+    from modeling.training.selection import _c
+    from modeling.training.train import train_device
 
     gated = [_c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=20)]
     version = train_device(datadir, "synth", folds=3, candidates=gated, regions=False).version
@@ -238,8 +238,8 @@ def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_dat
 
 
 def test_gp_with_inconsistent_arrays_is_refused(datadir, device_with_data):
-    from modeling.selection import _c
-    from modeling.train import train_device
+    from modeling.training.selection import _c
+    from modeling.training.train import train_device
 
     only_gp = [_c("extended", "gp", n_restarts=0)]
     version = train_device(datadir, "synth", folds=3, candidates=only_gp, regions=False).version

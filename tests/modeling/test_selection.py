@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from modeling.selection import (
+from modeling.training.selection import (
     HEAD,
     _c,
     cv_folds,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from modeling.errors import NoData, UnknownDevice
-from modeling.fit import fit_device_model
-from modeling.registry import ModelRegistry
-from modeling.train import train_device
+from modeling.training.fit import fit_device_model
+from modeling.serving.registry import ModelRegistry
+from modeling.training.train import train_device
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
 
@@ -37,7 +37,7 @@ def test_rows_with_missing_metrics_are_dropped(synthetic):
 
 
 def test_failed_training_keeps_active_model(datadir, trained, monkeypatch):
-    import modeling.registry as registry_module
+    import modeling.serving.registry as registry_module
 
     def fail(*args, **kwargs):
         raise OSError("disk full")
@@ -54,7 +54,7 @@ def test_failed_training_keeps_active_model(datadir, trained, monkeypatch):
 
 
 def test_failure_inside_fitting_keeps_active_model(datadir, trained, monkeypatch):
-    import modeling.train as train_module
+    import modeling.training.train as train_module
 
     def fail(*args, **kwargs):
         raise RuntimeError("estimator blew up")
@@ -112,7 +112,7 @@ def test_a_law_the_data_breaks_must_earn_its_place():
 
 def test_repeats_are_reduced_to_their_median_so_a_stall_moves_nothing():
     """One run in three delivers a twentieth of the rate: the model follows the other two."""
-    from modeling.selection import _c
+    from modeling.training.selection import _c
 
     rows = synthetic_rows(noise=0.0, repeats=3, seed=1)
     stalled = rows.index[::3][::4]  # every fourth workload's first run
@@ -146,7 +146,7 @@ def test_region_models_where_enough_data(synthetic):
 
 def test_tail_latency_ratio_mode_when_it_wins(datadir):
     """p99 = (3 + 2 x write ratio) x mean latency here: the ratio model beats a direct one."""
-    from modeling.registry import save_model
+    from modeling.serving.registry import save_model
     from modeling.workload import Workload
 
     rows = synthetic_rows(noise=0.05, seed=7)

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
+from modeling.errors import InvalidInput
 from modeling.workload import (
     REGION_NAMES,
     REGIONS,
+    SIZE_STEP,
     WORKLOAD_FIELDS,
+    WORKLOAD_LIMITS,
     Workload,
     format_size,
     parse_size,
+    region_code,
     region_for,
 )
+from modeling.workload_matrix import check_matrix, workload_matrix
 
 
 def basic(**overrides: object) -> dict[str, object]:
@@ -133,3 +140,47 @@ def test_from_row_ignores_metrics_and_nan_gaps() -> None:
     row = {**basic(), "numjobs": 2.0, "read_size": float("nan"), "iops": 1234.0}
     w = Workload.from_row(row)
     assert w.numjobs == 2 and w.read_size == 16384
+
+
+def _schema_limits(prop: dict) -> dict:
+    """min/max/multipleOf of a JSON-schema property (through a nullable anyOf)."""
+    options = prop.get("anyOf", [prop])
+    (typed,) = [o for o in options if o.get("type") != "null"]
+    return {k: typed.get(k) for k in ("minimum", "maximum", "multipleOf")}
+
+
+@pytest.mark.parametrize("limit", WORKLOAD_LIMITS, ids=lambda limit: limit.name)
+def test_the_type_and_the_matrix_check_enforce_the_limits_table(limit) -> None:
+    schema = Workload.model_json_schema()["properties"][limit.name]
+    step = SIZE_STEP if limit.kind == "size" else None
+    assert _schema_limits(schema) == {"minimum": limit.low, "maximum": limit.high, "multipleOf": step}
+    assert (limit.name in Workload.model_json_schema()["required"]) == limit.required
+    base = {"write_ratio": 0.3, "queue_depth": 8, "request_size": 16384, "randomness": 1.0}
+    too_big = limit.high + (limit.step or 0.5)
+    with pytest.raises(ValidationError) as info:
+        Workload(**{**base, limit.name: limit.python_type(too_big)})
+    assert info.value.errors()[0]["loc"][0] == limit.name
+    w = workload_matrix(pd.DataFrame([base]))
+    w[0, WORKLOAD_FIELDS.index(limit.name)] = too_big
+    with pytest.raises(InvalidInput, match=f"{limit.name}=") as err:
+        check_matrix(w)
+    assert err.value.details == {"field": limit.name, "row": 0}
+
+
+def test_one_default_rule_for_the_type_and_the_matrix() -> None:
+    rows = [
+        {"write_ratio": 0.3, "queue_depth": 8, "request_size": 16384, "randomness": 1.0},
+        {"write_ratio": 1.0, "queue_depth": 2, "request_size": 4096, "randomness": 0.0, "read_size": 8192},
+    ]
+    matrix = workload_matrix(pd.DataFrame(rows))
+    for row, filled in zip(rows, matrix, strict=True):
+        assert Workload(**row).as_row() == dict(zip(WORKLOAD_FIELDS, filled.tolist(), strict=True))
+
+
+def test_region_code_is_one_rule_for_scalars_and_arrays() -> None:
+    wr, rnd = np.array([0.0, 1.0, 0.5, 0.9]), np.array([1.0, 0.0, 0.5, 0.2])
+    size = np.array([4096, 1 << 20, 32768, 65536])
+    codes = region_code(wr, rnd, size)
+    assert [REGION_NAMES[c] for c in codes] == [
+        region_for(a, b, c) for a, b, c in zip(wr.tolist(), rnd.tolist(), size.tolist(), strict=True)
+    ]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from modeling.errors import NotFound
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
 from service.api.batcher import PredictionBatcher

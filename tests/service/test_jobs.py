@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
 from tests.service.utils import DEVICE, assert_error, fio_files, ingest_fio

@@ -36,7 +36,7 @@ def test_predict_answers_every_metric_from_the_active_version(api: TestClient, t
 
 
 def test_predict_matches_the_domain_model(api: TestClient, trained: DataDir) -> None:
-    from modeling.predict import predict
+    from modeling.serving.predict import predict
 
     expected = predict(trained, DEVICE, Workload(**WORKLOAD))
     body = api.post("/v1/predict", json={"device": DEVICE, "workload": WORKLOAD}).json()

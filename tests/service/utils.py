@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from collectors.fio.results import parse_fio_output
-from modeling.selection import Candidate
+from modeling.training.selection import Candidate
 from modeling.store import DataDir, ModelVersion
-from modeling.train import train_device
+from modeling.training.train import train_device
 from tests.conftest import FIO_PLOT, data_path
 
 DEVICE_DIR = FIO_PLOT / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"

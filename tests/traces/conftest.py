@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from modeling.store import DataDir
-from modeling.train import train_device
+from modeling.training.train import train_device
 from service.config import get_settings
 
 

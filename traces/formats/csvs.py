@@ -28,7 +28,6 @@ from traces.model import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
 MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
 SPC_COLUMNS = ("asu", "lba", "size", "opcode", "timestamp")
 GENERIC_REQUIRED = ("timestamp_s", "op", "offset", "size")
-GENERIC_OPTIONAL = ("latency_us", "complete_s")
 SKIPPED_OPS = frozenset({"trim", "discard", "flush", "sync", "t", "d", "f"})
 TICK = 1e-7  # Windows filetime tick, seconds
 

@@ -11,12 +11,13 @@ from starlette.concurrency import run_in_threadpool
 from collectors.devices import DEVICE_CLASSES
 from collectors.ingest import ingest_bytes
 from modeling.errors import InvalidInput
-from modeling.store import ModelVersion, Sweep
 from service.api.deps import DataDirDep, DeviceDep, SettingsDep, TokenDep
 from service.api.schemas import (
     DevicePublic,
     DevicesPublic,
+    DeviceSummary,
     ErrorResponse,
+    ModelVersionPublic,
     SweepPublic,
 )
 
@@ -25,68 +26,38 @@ router = APIRouter(prefix="/v1/devices", tags=["devices"])
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse, "description": "unknown device"}}
 
 
-def model_public(mv: ModelVersion) -> dict[str, Any]:
-    """The public view of a stored model version."""
-    manifest = mv.manifest
-    data = manifest.get("data")
-    data = data if isinstance(data, dict) else {}
-    return {
-        "version": mv.version,
-        "active": mv.active,
-        "created_at": mv.created_at,
-        "accuracy": dict(manifest.get("cv_mre") or {}),
-        "n_rows": data.get("n_rows"),
-        "regions": list(manifest.get("data_regions") or []),
-    }
-
-
-def sweep_public(sweep: Sweep) -> dict[str, Any]:
-    """The public view of a sweep."""
-    return {
-        "id": sweep.id,
-        "source": sweep.source,
-        "status": sweep.status,
-        "n_points": sweep.n_points,
-        "n_planned": sweep.n_planned,
-        "target": sweep.target,
-        "info": sweep.info,
-        "created_at": sweep.created_at,
-        "finished_at": sweep.finished_at,
-    }
-
-
 @router.get("", response_model=DevicesPublic)
-def list_devices(datadir: DataDirDep) -> dict[str, Any]:
+def list_devices(datadir: DataDirDep) -> DevicesPublic:
     """List every device with its class and active model version."""
     catalog = datadir.catalog
     devices = []
     for dev in catalog.list_devices():
         active = catalog.active_model_version(dev.name)
         devices.append(
-            {
-                "name": dev.name,
-                "class": dev.device_class,
-                "created_at": dev.created_at,
-                "active_model_version": active.version if active else None,
-            }
+            DeviceSummary(
+                name=dev.name,
+                device_class=dev.device_class,
+                created_at=dev.created_at,
+                active_model_version=active.version if active else None,
+            )
         )
-    return {"devices": devices, "count": len(devices)}
+    return DevicesPublic(devices=devices, count=len(devices))
 
 
 @router.get("/{device}", response_model=DevicePublic, responses=_NOT_FOUND)
-def get_device(device: DeviceDep, datadir: DataDirDep) -> dict[str, Any]:
+def get_device(device: DeviceDep, datadir: DataDirDep) -> DevicePublic:
     """One device: class, metadata, sweeps and the active model with its cross-validated accuracy."""
     catalog = datadir.catalog
     dev = catalog.get_device(device)
     active = catalog.active_model_version(device)
-    return {
-        "name": dev.name,
-        "class": dev.device_class,
-        "metadata": dev.metadata,
-        "created_at": dev.created_at,
-        "sweeps": [sweep_public(s) for s in catalog.list_sweeps(device)],
-        "active_model": model_public(active) if active else None,
-    }
+    return DevicePublic(
+        name=dev.name,
+        device_class=dev.device_class,
+        metadata=dev.metadata,
+        created_at=dev.created_at,
+        sweeps=[SweepPublic.from_sweep(s) for s in catalog.list_sweeps(device)],
+        active_model=ModelVersionPublic.from_version(active) if active else None,
+    )
 
 
 @router.post(
@@ -115,7 +86,7 @@ async def upload_sweep(
         ),
     ] = None,
     metadata: Annotated[str | None, Form(max_length=65536, description="a JSON object")] = None,
-) -> dict[str, Any]:
+) -> SweepPublic:
     """Upload fio JSON or ingest-format CSV measurements of a device (created if new), as one sweep.
 
     The body limit (`max_upload_bytes`) is enforced while the upload streams in; the file
@@ -133,7 +104,7 @@ async def upload_sweep(
         metadata=meta,
         max_bytes=settings.max_upload_bytes,
     )
-    return sweep_public(sweep)
+    return SweepPublic.from_sweep(sweep)
 
 
 def _metadata(text: str | None) -> dict[str, Any] | None:
@@ -148,4 +119,4 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-__all__ = ["model_public", "router", "sweep_public"]
+__all__ = ["router"]

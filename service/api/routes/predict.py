@@ -20,7 +20,7 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from modeling.errors import TooLarge
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import validate_name
 from modeling.workload import BASIC_FIELDS, EXTENDED_FIELDS, WORKLOAD_FIELDS
 from service.api.deps import ServiceState, StateDep

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 # pydantic needs typing_extensions' TypedDict before Python 3.12.
 from typing_extensions import TypedDict
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, model_validator, with_config
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    create_model,
+    model_validator,
+    with_config,
+)
 
-from modeling.workload import MAX_REQUEST_SIZE, METRICS, Workload, parse_size
+from modeling.workload import (
+    LIMITS,
+    METRICS,
+    SIZE_STEP,
+    WORKLOAD_FIELDS,
+    WORKLOAD_LIMITS,
+    FieldLimit,
+    Workload,
+    parse_size,
+)
 
 from service.api.schemas.common import MODEL_DESCRIPTION, DeviceName, MetricName, ModelChoice
 
@@ -89,63 +107,79 @@ class PredictResponse(BaseModel):
 
 # Batch rows are validated by pydantic-core alone (strict JSON numbers, TypedDict rows, no
 # Python validator unless a size is a string like "16k"): 10,000 rows cost milliseconds,
-# where a list of ``Workload`` models would cost a hundred.
+# where a list of ``Workload`` models would cost a hundred.  Both batch shapes are built
+# from the workload's limits table, so they cannot drift from ``Workload``.
+_MAX_ROWS = 1_000_000  # a hard ceiling; the configured max_batch is checked by the route
+
+
 def _size_string(value: str) -> int:
     size = parse_size(value)
-    if not (512 <= size <= MAX_REQUEST_SIZE) or size % 512:
-        raise ValueError(f"size must be 512..{MAX_REQUEST_SIZE} bytes and a multiple of 512")
+    limit = LIMITS["request_size"]
+    if not (limit.low <= size <= limit.high) or size % SIZE_STEP:
+        raise ValueError(f"size must be {limit.allowed} bytes")
     return size
 
 
-_SizeInt = Annotated[int, Strict(), Field(ge=512, le=MAX_REQUEST_SIZE, multiple_of=512)]
-_SizeStr = Annotated[str, Field(max_length=32), AfterValidator(_size_string)]
-BatchSize = Annotated[_SizeInt | _SizeStr, Field(union_mode="left_to_right")]
-BatchFraction = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+def _strict_type(limit: FieldLimit) -> Any:
+    """The strict (JSON number) type of one batch value of a workload field."""
+    number = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
+    if limit.kind != "size":
+        return number
+    text = Annotated[str, Field(max_length=32), AfterValidator(_size_string)]
+    return Annotated[number | text, Field(union_mode="left_to_right")]
 
 
-@with_config(ConfigDict(extra="forbid"))
-class BatchWorkload(TypedDict):
-    """A workload row of a batch: the fields of ``Workload`` (numbers as JSON numbers)."""
-
-    write_ratio: BatchFraction
-    queue_depth: Annotated[int, Strict(), Field(ge=1, le=4096)]
-    request_size: BatchSize
-    randomness: BatchFraction
-    numjobs: NotRequired[Annotated[int, Strict(), Field(ge=1, le=1024)]]
-    read_size: NotRequired[BatchSize | None]
-    write_size: NotRequired[BatchSize | None]
-    read_randomness: NotRequired[BatchFraction | None]
-    write_randomness: NotRequired[BatchFraction | None]
+def _batch_row_type() -> Any:
+    """``BatchWorkload``: a workload row as a TypedDict (optional fields may be null)."""
+    fields: dict[str, Any] = {}
+    for limit in WORKLOAD_LIMITS:
+        value = _strict_type(limit)
+        if not limit.required:
+            value = NotRequired[value if limit.default_from is None else value | None]
+        fields[limit.name] = Annotated[value, Field(description=limit.full_description)]
+    row = TypedDict("BatchWorkload", fields)  # type: ignore[misc]
+    row.__doc__ = "A workload row of a batch: the fields of ``Workload`` (numbers as JSON numbers)."
+    return with_config(ConfigDict(extra="forbid"))(row)
 
 
-_MAX_ROWS = 1_000_000  # a hard ceiling; the configured max_batch is checked by the route
-_Queue = Annotated[int, Strict(), Field(ge=1, le=4096)]
-_Jobs = Annotated[int, Strict(), Field(ge=1, le=1024)]
-
-
-class WorkloadColumns(BaseModel):
+class _ColumnsBase(BaseModel):
     """Workloads column-wise: one list per field, all the same length (the fastest shape)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    write_ratio: list[BatchFraction] = Field(min_length=1, max_length=_MAX_ROWS)
-    queue_depth: list[_Queue] = Field(min_length=1, max_length=_MAX_ROWS)
-    request_size: list[BatchSize] = Field(min_length=1, max_length=_MAX_ROWS)
-    randomness: list[BatchFraction] = Field(min_length=1, max_length=_MAX_ROWS)
-    numjobs: list[_Jobs] | None = Field(None, max_length=_MAX_ROWS)
-    read_size: list[BatchSize | None] | None = Field(None, max_length=_MAX_ROWS)
-    write_size: list[BatchSize | None] | None = Field(None, max_length=_MAX_ROWS)
-    read_randomness: list[BatchFraction | None] | None = Field(None, max_length=_MAX_ROWS)
-    write_randomness: list[BatchFraction | None] | None = Field(None, max_length=_MAX_ROWS)
-
     @model_validator(mode="after")
-    def _same_length(self) -> WorkloadColumns:
-        n = len(self.write_ratio)
+    def _same_length(self) -> _ColumnsBase:
+        n = len(getattr(self, WORKLOAD_FIELDS[0]))
         for name in type(self).model_fields:
             column = getattr(self, name)
             if column is not None and len(column) != n:
-                raise ValueError(f"column {name} has {len(column)} values, write_ratio has {n}")
+                raise ValueError(f"column {name} has {len(column)} values, {WORKLOAD_FIELDS[0]} has {n}")
         return self
+
+
+def _columns_type() -> type[_ColumnsBase]:
+    """``WorkloadColumns``: one list per workload field (optional lists may hold nulls)."""
+    fields: dict[str, Any] = {}
+    for limit in WORKLOAD_LIMITS:
+        value = _strict_type(limit)
+        about = limit.full_description
+        if limit.required:
+            fields[limit.name] = (list[value], Field(min_length=1, max_length=_MAX_ROWS, description=about))  # type: ignore[valid-type]
+        else:
+            if limit.default_from is not None:
+                value = value | None
+            fields[limit.name] = (list[value] | None, Field(None, max_length=_MAX_ROWS, description=about))  # type: ignore[valid-type]
+    model = create_model("WorkloadColumns", __base__=_ColumnsBase, __module__=__name__, **fields)
+    model.__doc__ = _ColumnsBase.__doc__
+    return model
+
+
+if TYPE_CHECKING:
+    BatchWorkload = dict[str, Any]
+    WorkloadColumns = _ColumnsBase
+else:
+    BatchWorkload = _batch_row_type()
+    WorkloadColumns = _columns_type()
 
 
 class BatchPredictRequest(BaseModel):
@@ -204,7 +238,7 @@ class BatchPredictRequest(BaseModel):
     def count(self) -> int:
         """Number of workloads in the batch."""
         if self.columns is not None:
-            return len(self.columns.write_ratio)
+            return len(getattr(self.columns, WORKLOAD_FIELDS[0]))
         return len(self.workloads or ())
 
 

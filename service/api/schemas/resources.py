@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from modeling.store import ModelVersion, Sweep
+from modeling.workload import Region
+
 
 class SweepPublic(BaseModel):
     """A sweep or ingest of a device."""
@@ -38,6 +41,21 @@ class SweepPublic(BaseModel):
     created_at: str
     finished_at: str | None
 
+    @classmethod
+    def from_sweep(cls, sweep: Sweep) -> SweepPublic:
+        """The public view of a stored sweep."""
+        return cls(
+            id=sweep.id,
+            source=sweep.source,
+            status=sweep.status,
+            n_points=sweep.n_points,
+            n_planned=sweep.n_planned,
+            target=sweep.target,
+            info=sweep.info,
+            created_at=sweep.created_at,
+            finished_at=sweep.finished_at,
+        )
+
 
 class ModelVersionPublic(BaseModel):
     """A stored model version; ``accuracy`` is the cross-validated mean relative error per metric."""
@@ -65,14 +83,27 @@ class ModelVersionPublic(BaseModel):
     n_rows: int | None = Field(None, description="measured points the model was trained on")
     regions: list[str] = Field(default_factory=list, description="regions that had data")
 
+    @classmethod
+    def from_version(cls, mv: ModelVersion) -> ModelVersionPublic:
+        """The public view of a stored model version (a few fields of its manifest)."""
+        manifest = mv.manifest
+        data = manifest.get("data")
+        data = data if isinstance(data, dict) else {}
+        return cls(
+            version=mv.version,
+            active=mv.active,
+            created_at=mv.created_at,
+            accuracy=dict(manifest.get("cv_mre") or {}),
+            n_rows=data.get("n_rows"),
+            regions=list(manifest.get("data_regions") or []),
+        )
+
 
 class DeviceSummary(BaseModel):
     """A device in the list."""
 
-    model_config = ConfigDict(populate_by_name=True)
-
     name: str
-    device_class: str = Field(alias="class")
+    device_class: str = Field(serialization_alias="class")
     created_at: str
     active_model_version: str | None
 
@@ -106,7 +137,6 @@ class DevicePublic(BaseModel):
     """One device: class, metadata, sweeps and the active model with its accuracy."""
 
     model_config = ConfigDict(
-        populate_by_name=True,
         json_schema_extra={
             "examples": [
                 {
@@ -122,7 +152,7 @@ class DevicePublic(BaseModel):
     )
 
     name: str
-    device_class: str = Field(alias="class")
+    device_class: str = Field(serialization_alias="class")
     metadata: dict[str, Any]
     created_at: str
     sweeps: list[SweepPublic]
@@ -149,6 +179,17 @@ class RegionPublic(BaseModel):
     write_dominant: bool
     random: bool
     small: bool
+
+    @classmethod
+    def from_region(cls, region: Region) -> RegionPublic:
+        """The public view of a workload region."""
+        return cls(
+            name=region.name,
+            definition=region.description,
+            write_dominant=region.write_dominant,
+            random=region.random,
+            small=region.small,
+        )
 
 
 class WorkloadModelsPublic(BaseModel):

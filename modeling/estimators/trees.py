@@ -1,7 +1,7 @@
 """The tree learners: :class:`CartRegressor` (a single CART tree, the published method),
 :class:`ExtraTreesModel` (a randomised tree ensemble) and :class:`XGBoostModel`
 (gradient-boosted trees), with the options of
-:class:`~modeling.estimator_base.RegressorBase` (``log_target``, ``linear_base``).
+:class:`~modeling.estimators.base.RegressorBase` (``log_target``, ``linear_base``).
 
 The tree learners also take ``loss``: ``"squared"`` (the usual) or ``"relative"``, which
 fits the mean *relative* error directly -- absolute error weighted by ``1 / y``, whose
@@ -19,8 +19,8 @@ import xgboost as xgb
 from sklearn.ensemble import ExtraTreesRegressor
 from sklearn.tree import DecisionTreeRegressor
 
-from modeling.estimator_base import RegressorBase
-from modeling.packed_forest import SMALL_BATCH_LANES, PackedForest, tree_by_tree
+from modeling.estimators.base import RegressorBase
+from modeling.estimators.packed_forest import SMALL_BATCH_LANES, PackedForest, tree_by_tree
 
 LOSSES = ("squared", "relative")
 

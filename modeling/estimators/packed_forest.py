@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from modeling.parallel import by_row_blocks
+from modeling.estimators.parallel import by_row_blocks
 
 SMALL_BATCH_LANES = 4096
 """Rows x trees up to which lock-step evaluation beats calling each tree."""
@@ -29,7 +29,7 @@ def tree_by_tree(
     """``combine`` of the ``(n_trees, n_rows)`` tree predictions, each tree by its own C loop.
 
     Large batches are split into row blocks predicted and combined in parallel
-    (:func:`modeling.parallel.by_row_blocks`).
+    (:func:`modeling.estimators.parallel.by_row_blocks`).
     """
 
     def block(start: int, stop: int) -> np.ndarray:

@@ -4,7 +4,7 @@ A model version is a folder ``models/<device>/<version>/`` holding
 
 * ``models.json`` -- every metric's scopes (global and region models): feature set,
   interval half-width, trained ranges, and the estimator as exported by
-  :mod:`modeling.serialize` (scikit-learn trees as node arrays);
+  :mod:`modeling.estimators.serialize` (scikit-learn trees as node arrays);
 * ``xgb-<metric>-<scope>.ubj`` -- XGBoost boosters in XGBoost's own UBJSON format;
 * ``manifest.json`` -- format tag, device, version, creation time, the training data's
   hash, sweep ids and fio versions, per-metric estimator, parameters and CV errors, and
@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from modeling.device_model import DeviceModel
-from modeling.metric_models import MetricSpec, ScopeModel
+from modeling.serving.device_model import DeviceModel
+from modeling.serving.metric_models import MetricSpec, ScopeModel
 from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
-from modeling.serialize import export_estimator, import_estimator
+from modeling.estimators.serialize import export_estimator, import_estimator
 from modeling.store import DataDir, ModelVersion
-from modeling.store.datadir import validate_name
+from modeling.store.names import validate_name
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
 FORMAT = "ssdpredict-model"

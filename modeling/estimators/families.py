@@ -3,21 +3,21 @@
 All follow scikit-learn's estimator contract (``__init__`` stores parameters, ``fit``
 validates and returns ``self``, learned attributes end in ``_``):
 
-* ``cart``, ``extra_trees``, ``xgboost`` -- tree learners (:mod:`modeling.trees`);
+* ``cart``, ``extra_trees``, ``xgboost`` -- tree learners (:mod:`modeling.estimators.trees`);
 * ``gp`` -- a Gaussian process for devices smooth in the workload
-  (:mod:`modeling.gaussian_process`);
+  (:mod:`modeling.estimators.gaussian_process`);
 * ``load_gated`` -- two boosted models blended by the metric's elasticity to load
-  (:mod:`modeling.load_gated`).
+  (:mod:`modeling.estimators.load_gated`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from modeling.estimator_base import RegressorBase
-from modeling.gaussian_process import GaussianProcessModel
-from modeling.load_gated import LoadGatedModel
-from modeling.trees import LOSSES, CartRegressor, ExtraTreesModel, XGBoostModel
+from modeling.estimators.base import RegressorBase
+from modeling.estimators.gaussian_process import GaussianProcessModel
+from modeling.estimators.load_gated import LoadGatedModel
+from modeling.estimators.trees import LOSSES, CartRegressor, ExtraTreesModel, XGBoostModel
 
 __all__ = [
     "ESTIMATORS",

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from modeling.estimator_base import RegressorBase
+from modeling.estimators.base import RegressorBase
 from modeling.workload import MIB
 from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io
@@ -46,8 +46,8 @@ class ScopeModel:
     _bounds: tuple[list[float], list[float]] | None = field(default=None, repr=False)
 
     def compile(self) -> None:
-        """Prepare lookup tables (see :mod:`modeling.compiled`) and bounds for fast prediction."""
-        from modeling.compiled import compile_estimator
+        """Prepare lookup tables (see :mod:`modeling.estimators.compiled`) and bounds for fast prediction."""
+        from modeling.estimators.compiled import compile_estimator
 
         self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
         self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())

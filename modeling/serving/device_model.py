@@ -1,6 +1,6 @@
 """A device's trained models, ready to predict: :class:`DeviceModel`.
 
-Per metric a :class:`~modeling.metric_models.MetricSpec` says how it is predicted (its
+Per metric a :class:`~modeling.serving.metric_models.MetricSpec` says how it is predicted (its
 own estimators, derived from IOPS by physics, or a ratio to the mean latency) with a
 global model and, where a region had enough data, one per workload region.
 
@@ -22,17 +22,18 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
+from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
 from modeling.workload import (
     BASIC_FIELDS,
     METRICS,
     REGION_NAMES,
-    SMALL_REQUEST_MAX,
     WORKLOAD_FIELDS,
     Workload,
+    fill_defaults,
+    region_code,
 )
 from modeling.workload_matrix import FIELD_INDEX as _F
-from modeling.workload_matrix import check_matrix, fill_defaults, region_codes
+from modeling.workload_matrix import check_matrix, region_codes
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -210,8 +211,7 @@ class DeviceModel:
         arrays, which would cost more than the models themselves.
         """
         wanted = self._check_request(metrics, model)
-        wr, rnd, size = row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]]
-        code = (wr > 0.5) * 4 + (rnd < 0.5) * 2 + (size > SMALL_REQUEST_MAX) * 1
+        code = region_code(row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]])
         w = np.array([row], dtype=np.float64)
         state = _RowState(row, w, code, _Features(w), model)
         return {metric: self._predict_row_metric(metric, state) for metric in wanted}

@@ -16,19 +16,20 @@ measurement will land, noise included.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
-from modeling.device_model import DeviceModel
-from modeling.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
+from modeling.serving.device_model import DeviceModel
+from modeling.serving.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
 from modeling.workload_matrix import region_codes, workload_matrix
 from modeling.errors import NoData
-from modeling.estimators import make_estimator
+from modeling.estimators.families import make_estimator
 from modeling.features import compute_features
-from modeling.selection import (
+from modeling.training.selection import (
     Candidate,
     Selection,
     conformal_q,
@@ -143,6 +144,35 @@ def _mre(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(relative_errors(pred, y)))
 
 
+@dataclass
+class _Fit:
+    """What every step of one device's fit shares: data, folds, regions, budget, progress."""
+
+    w: np.ndarray
+    ys: dict[str, np.ndarray]
+    runs: _Runs
+    cands: list[Candidate]
+    tune: bool
+    folds: int
+    splits: list[tuple[np.ndarray, np.ndarray]]
+    region_masks: dict[str, np.ndarray]
+    gaps: dict[str, float]
+    per_call: float | None
+    calls: int
+    report_progress: Progress
+    done: int = 0
+    specs: dict[str, MetricSpec] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    region_sel: dict[tuple[str, str], Selection] = field(default_factory=dict)
+    selections: dict[str, Selection] = field(default_factory=dict)
+    final_oof: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def step(self, message: str) -> None:
+        """Report one selection call done."""
+        self.done += 1
+        self.report_progress(message, min(self.done / self.calls, 1.0))
+
+
 def fit_device_model(
     frame: pd.DataFrame,
     *,
@@ -162,16 +192,56 @@ def fit_device_model(
     cross-validation chooses per metric.  Explicit ``candidates`` are used as given, not
     tuned.
     """
-    report_progress = progress or (lambda message, fraction: None)
+    start = time.monotonic()
     w_runs, ys_runs, _ = training_rows(frame)
     w, ys, run_groups = median_by_workload(w_runs, ys_runs)
     if len(w) < MIN_ROWS:
         raise NoData(f"only {len(w)} distinct measured workloads; at least {MIN_ROWS} are needed to train")
-    runs = _Runs(run_groups, ys_runs)
+    fit = _plan(
+        w, ys, run_groups, ys_runs, folds, time_budget_s, progress, candidates, feature_sets, regions, physics
+    )
+    by_law = {m for m, gap in fit.gaps.items() if physics and gap <= LAW_HOLDS}
+    for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):
+        if metric in by_law:
+            _fit_by_law(fit, metric)
+            continue
+        spec, entry = _fit_direct(fit, metric)
+        if physics and metric in DERIVABLE:
+            spec = _prefer_physics(fit, metric, spec, entry)
+        if physics and metric == "latency_p99_us":
+            spec = _prefer_ratio(fit, spec, entry)
+        fit.specs[metric] = spec
+        fit.report[metric] = entry
+    data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
+    model = DeviceModel(device, version, fit.specs, data_regions)
+    summary = {
+        "metrics": fit.report,
+        "n_rows": int(len(w_runs)),
+        "n_workloads": int(len(w)),
+        "folds": len(fit.splits),
+        "interval_level": INTERVAL_LEVEL,
+        "feature_sets": sorted({c.feature_set for c in fit.cands}),
+        "data_regions": sorted(data_regions),
+        "train_seconds": round(time.monotonic() - start, 3),
+    }
+    return model, summary
+
+
+def _plan(
+    w: np.ndarray,
+    ys: dict[str, np.ndarray],
+    run_groups: np.ndarray,
+    ys_runs: dict[str, np.ndarray],
+    folds: int,
+    time_budget_s: float | None,
+    progress: Progress | None,
+    candidates: list[Candidate] | None,
+    feature_sets: tuple[str, ...],
+    regions: bool,
+    physics: bool,
+) -> _Fit:
+    """Folds, region masks, the laws that hold on the data, and the time per selection call."""
     cands = candidates or default_candidates(feature_sets, n_rows=len(w))
-    tune = candidates is None
-    groups = np.arange(len(w))
-    splits = cv_folds(groups, folds)
     codes = region_codes(w)
     region_masks = {
         name: codes == i
@@ -184,113 +254,125 @@ def fit_device_model(
     gaps = {m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE}
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
     calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
-    per_call = None if time_budget_s is None else max(time_budget_s / calls, 0.0)
-    start = time.monotonic()
-    done = 0
+    return _Fit(
+        w=w,
+        ys=ys,
+        runs=_Runs(run_groups, ys_runs),
+        cands=cands,
+        tune=candidates is None,
+        folds=folds,
+        splits=cv_folds(np.arange(len(w)), folds),
+        region_masks=region_masks,
+        gaps=gaps,
+        per_call=None if time_budget_s is None else max(time_budget_s / calls, 0.0),
+        calls=calls,
+        report_progress=progress or (lambda message, fraction: None),
+    )
 
-    def step(message: str) -> None:
-        nonlocal done
-        done += 1
-        report_progress(message, min(done / calls, 1.0))
 
-    specs: dict[str, MetricSpec] = {}
-    report: dict[str, Any] = {}
-    region_sel: dict[tuple[str, str], Selection] = {}
-    selections: dict[str, Selection] = {}
-    final_oof: dict[str, np.ndarray] = {}
-    order = ("iops",) + tuple(m for m in METRICS if m != "iops")
-    for metric in order:
-        y = ys[metric]
-        if metric in by_law:
-            derived = derive_metric(metric, selections["iops"].oof, w)
-            derived_scaled = derived * mre_scale(derived, y)
-            derived_mre = _mre(derived_scaled, y)
-            specs[metric] = _derived_spec(
-                metric, specs["iops"], w, y, derived, region_masks, region_sel, runs
-            )
-            report[metric] = {
-                "mode": "derived",
-                "global": {
-                    "estimator": f"{_LAW_NAMES[metric]} over the IOPS model",
-                    "feature_set": report["iops"]["global"]["feature_set"],
-                    "params": {},
-                    "cv_mre": derived_mre,
-                },
-                "regions": {},
-                "physics": {"law_gap": gaps[metric], "derived_cv_mre": derived_mre},
-            }
-            final_oof[metric] = derived_scaled
-            step(f"{metric}: {_LAW_NAMES[metric]} holds on the data (median gap {gaps[metric]:.2%})")
-            continue
-        sel = select(w, y, splits, for_metric(cands, metric), per_call, tune=tune)
-        selections[metric] = sel
-        step(f"{metric}: global {sel.name} CV MRE {sel.mre:.2%}")
-        entry: dict[str, Any] = {
-            "mode": "direct",
-            "global": {**_describe(sel), "scores": sel.scores},
-            "regions": {},
-        }
-        scopes = {"global": _scope("global", sel, w, y, runs.q(sel.oof, metric))}
-        auto: set[str] = set()
-        for region, mask in region_masks.items():
-            rsplits = cv_folds(groups[mask], folds)
-            rsel = select(w[mask], y[mask], rsplits, for_metric(cands, metric), per_call, tune=tune)
-            region_sel[(metric, region)] = rsel
-            global_mre = _mre(sel.oof[mask], y[mask])
-            # a region model must clearly beat the global one there, by the same paired rule
-            # as any challenger: with a few dozen points the CV comparison is noisy
-            use = clearly_better(relative_errors(sel.oof[mask], y[mask]), relative_errors(rsel.oof, y[mask]))
-            if use:
-                auto.add(region)
-            scopes[region] = _scope(region, rsel, w[mask], y[mask], runs.q(rsel.oof, metric, mask))
-            entry["regions"][region] = {
-                "n": int(mask.sum()),
-                **_describe(rsel),
-                "global_cv_mre": global_mre,
-                "auto": use,
-            }
-            step(f"{metric}: {region} CV MRE {rsel.mre:.2%} (global there {global_mre:.2%})")
-        spec = MetricSpec(metric, "direct", scopes, frozenset(auto))
-        final_oof[metric] = sel.oof
-        if physics and metric in DERIVABLE:
-            derived = derive_metric(metric, selections["iops"].oof, w)
-            derived_scaled = derived * mre_scale(derived, y)
-            derived_mre = _mre(derived_scaled, y)
-            entry["physics"] = {
-                "law_gap": gaps[metric],
-                "derived_cv_mre": derived_mre,
-                "direct_cv_mre": sel.mre,
-            }
-            # physics is the better prior: keep the law unless a free model is clearly better
-            if derived_mre <= sel.mre * PHYSICS_TOLERANCE:
-                spec = _derived_spec(metric, specs["iops"], w, y, derived, region_masks, region_sel, runs)
-                entry["mode"] = "derived"
-                entry["global"]["cv_mre"] = derived_mre
-                final_oof[metric] = derived_scaled
-        if physics and metric == "latency_p99_us":
-            ratio_spec, ratio_entry = _ratio_spec(
-                w, y, ys["latency_mean_us"], final_oof["latency_mean_us"], splits, cands, per_call, runs, tune
-            )
-            entry["physics"] = {"ratio_cv_mre": ratio_entry["cv_mre"], "direct_cv_mre": sel.mre}
-            if ratio_entry["cv_mre"] < sel.mre:
-                spec = ratio_spec
-                entry["mode"] = "ratio"
-                entry["global"] = ratio_entry
-        specs[metric] = spec
-        report[metric] = entry
-    data_regions = frozenset(REGION_NAMES[c] for c in np.unique(codes))
-    model = DeviceModel(device, version, specs, data_regions)
-    summary = {
-        "metrics": report,
-        "n_rows": int(len(w_runs)),
-        "n_workloads": int(len(w)),
-        "folds": len(splits),
-        "interval_level": INTERVAL_LEVEL,
-        "feature_sets": sorted({c.feature_set for c in cands}),
-        "data_regions": sorted(data_regions),
-        "train_seconds": round(time.monotonic() - start, 3),
+def _fit_by_law(fit: _Fit, metric: str) -> None:
+    """A metric whose law holds on the data: derived from the IOPS model, no model of its own."""
+    w, y = fit.w, fit.ys[metric]
+    derived = derive_metric(metric, fit.selections["iops"].oof, w)
+    derived_scaled = derived * mre_scale(derived, y)
+    derived_mre = _mre(derived_scaled, y)
+    fit.specs[metric] = _derived_spec(
+        metric, fit.specs["iops"], w, y, derived, fit.region_masks, fit.region_sel, fit.runs
+    )
+    fit.report[metric] = {
+        "mode": "derived",
+        "global": {
+            "estimator": f"{_LAW_NAMES[metric]} over the IOPS model",
+            "feature_set": fit.report["iops"]["global"]["feature_set"],
+            "params": {},
+            "cv_mre": derived_mre,
+        },
+        "regions": {},
+        "physics": {"law_gap": fit.gaps[metric], "derived_cv_mre": derived_mre},
     }
-    return model, summary
+    fit.final_oof[metric] = derived_scaled
+    fit.step(f"{metric}: {_LAW_NAMES[metric]} holds on the data (median gap {fit.gaps[metric]:.2%})")
+
+
+def _fit_direct(fit: _Fit, metric: str) -> tuple[MetricSpec, dict[str, Any]]:
+    """The metric's own global model and region models, chosen by cross-validation."""
+    w, y = fit.w, fit.ys[metric]
+    groups = np.arange(len(w))
+    sel = select(w, y, fit.splits, for_metric(fit.cands, metric), fit.per_call, tune=fit.tune)
+    fit.selections[metric] = sel
+    fit.step(f"{metric}: global {sel.name} CV MRE {sel.mre:.2%}")
+    entry: dict[str, Any] = {
+        "mode": "direct",
+        "global": {**_describe(sel), "scores": sel.scores},
+        "regions": {},
+    }
+    scopes = {"global": _scope("global", sel, w, y, fit.runs.q(sel.oof, metric))}
+    auto: set[str] = set()
+    for region, mask in fit.region_masks.items():
+        rsplits = cv_folds(groups[mask], fit.folds)
+        rsel = select(w[mask], y[mask], rsplits, for_metric(fit.cands, metric), fit.per_call, tune=fit.tune)
+        fit.region_sel[(metric, region)] = rsel
+        global_mre = _mre(sel.oof[mask], y[mask])
+        # a region model must clearly beat the global one there, by the same paired rule
+        # as any challenger: with a few dozen points the CV comparison is noisy
+        use = clearly_better(relative_errors(sel.oof[mask], y[mask]), relative_errors(rsel.oof, y[mask]))
+        if use:
+            auto.add(region)
+        scopes[region] = _scope(region, rsel, w[mask], y[mask], fit.runs.q(rsel.oof, metric, mask))
+        entry["regions"][region] = {
+            "n": int(mask.sum()),
+            **_describe(rsel),
+            "global_cv_mre": global_mre,
+            "auto": use,
+        }
+        fit.step(f"{metric}: {region} CV MRE {rsel.mre:.2%} (global there {global_mre:.2%})")
+    fit.final_oof[metric] = sel.oof
+    return MetricSpec(metric, "direct", scopes, frozenset(auto)), entry
+
+
+def _prefer_physics(fit: _Fit, metric: str, spec: MetricSpec, entry: dict[str, Any]) -> MetricSpec:
+    """The law over the IOPS model instead of the direct model, unless that is clearly better."""
+    w, y = fit.w, fit.ys[metric]
+    direct_mre = fit.selections[metric].mre
+    derived = derive_metric(metric, fit.selections["iops"].oof, w)
+    derived_scaled = derived * mre_scale(derived, y)
+    derived_mre = _mre(derived_scaled, y)
+    entry["physics"] = {
+        "law_gap": fit.gaps[metric],
+        "derived_cv_mre": derived_mre,
+        "direct_cv_mre": direct_mre,
+    }
+    # physics is the better prior: keep the law unless a free model is clearly better
+    if derived_mre <= direct_mre * PHYSICS_TOLERANCE:
+        spec = _derived_spec(
+            metric, fit.specs["iops"], w, y, derived, fit.region_masks, fit.region_sel, fit.runs
+        )
+        entry["mode"] = "derived"
+        entry["global"]["cv_mre"] = derived_mre
+        fit.final_oof[metric] = derived_scaled
+    return spec
+
+
+def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricSpec:
+    """Tail latency as a learned ratio to the mean latency, where that beats the direct model."""
+    direct_mre = fit.selections["latency_p99_us"].mre
+    ratio_spec, ratio_entry = _ratio_spec(
+        fit.w,
+        fit.ys["latency_p99_us"],
+        fit.ys["latency_mean_us"],
+        fit.final_oof["latency_mean_us"],
+        fit.splits,
+        fit.cands,
+        fit.per_call,
+        fit.runs,
+        fit.tune,
+    )
+    entry["physics"] = {"ratio_cv_mre": ratio_entry["cv_mre"], "direct_cv_mre": direct_mre}
+    if ratio_entry["cv_mre"] < direct_mre:
+        spec = ratio_spec
+        entry["mode"] = "ratio"
+        entry["global"] = ratio_entry
+    return spec
 
 
 def _ratio_spec(

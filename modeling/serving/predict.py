@@ -1,6 +1,6 @@
 """Prediction: the result types and a one-call :func:`predict` over the registry.
 
-Long-running callers (the service) keep one :class:`~modeling.registry.ModelRegistry`
+Long-running callers (the service) keep one :class:`~modeling.serving.registry.ModelRegistry`
 and call ``registry.load(device).predict_one(...)``; :func:`predict` is the convenience
 form for the CLI and notebooks.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modeling.device_model import DeviceModel, MetricPrediction, Prediction
-from modeling.registry import ModelRegistry
+from modeling.serving.device_model import DeviceModel, MetricPrediction, Prediction
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
 

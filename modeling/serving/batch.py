@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from modeling.errors import InvalidInput
-from modeling.registry import ModelRegistry
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import SIZE_FIELDS, parse_size
 

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from modeling.estimator_base import RegressorBase
-from modeling.trees import XGBoostModel
-from modeling.gaussian_process import GaussianProcessModel
+from modeling.estimators.base import RegressorBase
+from modeling.estimators.trees import XGBoostModel
+from modeling.estimators.gaussian_process import GaussianProcessModel
 
 LN2 = float(np.log(2.0))
 

@@ -4,7 +4,7 @@ Trees are piecewise constant: a held-out corner of the sweep (queue depth 1, one
 gets its neighbour's value, and a power law between swept points becomes a staircase.
 Many devices -- RAID arrays, controllers, disks -- are smooth in the log-scaled workload,
 and there a Gaussian process with a Matérn kernel interpolates and extrapolates the trend.
-Model selection (:mod:`modeling.selection`) picks it only where cross-validation says it
+Model selection (:mod:`modeling.training.selection`) picks it only where cross-validation says it
 wins; devices with sharp regime changes (SATA SSDs at their NCQ limit) keep the trees.
 
 Fitting uses scikit-learn's ``GaussianProcessRegressor`` (a constant x Matérn kernel with
@@ -24,8 +24,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-from modeling.estimator_base import RegressorBase
-from modeling.parallel import by_row_blocks
+from modeling.estimators.base import RegressorBase
+from modeling.estimators.parallel import by_row_blocks
 
 NUS = (0.5, 1.5, 2.5)
 _CHUNK = 2048  # query rows per kernel block: bounds memory on large batches

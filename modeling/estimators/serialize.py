@@ -19,8 +19,8 @@ import xgboost as xgb
 from sklearn.tree._tree import Tree
 
 from modeling.errors import CorruptModel
-from modeling.estimator_base import RegressorBase
-from modeling.estimators import ESTIMATORS, make_estimator
+from modeling.estimators.base import RegressorBase
+from modeling.estimators.families import ESTIMATORS, make_estimator
 
 _NODE_DTYPE: np.dtype[Any] | None = None
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from modeling.estimator_base import RegressorBase, inverse_target
+from modeling.estimators.base import RegressorBase, inverse_target
 
 MAX_CELLS = 1 << 16
 

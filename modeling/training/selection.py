@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from modeling.estimators import make_estimator
+from modeling.estimators.families import make_estimator
 from modeling.features import FEATURE_NAMES, compute_features
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from modeling.fit import fit_device_model, training_rows
-from modeling.registry import save_model
+from modeling.training.fit import fit_device_model, training_rows
+from modeling.serving.registry import save_model
 from modeling.store import DataDir, ModelVersion
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 

@@ -14,20 +14,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
-from modeling.metric_models import DERIVABLE, derive_metric
+from modeling.serving.metric_models import DERIVABLE, derive_metric
 from modeling.workload_matrix import region_codes
-from modeling.errors import InvalidInput, NoData
+from modeling.errors import NoData
 from modeling.features import FEATURE_SETS
 from modeling.workload_matrix import workload_matrix
-from modeling.fit import fit_device_model, training_rows
-from modeling.selection import Candidate, cv_folds, default_candidates, relative_errors, workload_groups
+from modeling.training.fit import fit_device_model, training_rows
+from modeling.training.selection import (
+    Candidate,
+    cv_folds,
+    default_candidates,
+    relative_errors,
+    workload_groups,
+)
 from modeling.store import DataDir
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
@@ -310,31 +315,23 @@ def evaluate_device(
     device: str,
     *,
     folds: int = 5,
-    holdout: Path | str | pd.DataFrame | None = None,
+    holdout: pd.DataFrame | None = None,
     time_budget_s: float | None = 60.0,
     progress: Callable[[str, float], None] | None = None,
     **kw: Any,
 ) -> EvaluationReport:
-    """Evaluate ``device``'s modelling by nested k-fold CV, or against a hold-out CSV."""
+    """Evaluate ``device``'s modelling by nested k-fold CV, or against hold-out measurements.
+
+    The caller reads a hold-out file (the CLI reads an ingest CSV with ``collectors``),
+    so modeling never imports an importer.
+    """
     datadir.catalog.get_device(device)
     frame = datadir.catalog.measurements(device)
     if holdout is None:
         return evaluate_frame(
             frame, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
         )
-    hold = holdout if isinstance(holdout, pd.DataFrame) else read_measurement_csv(Path(holdout))
     return evaluate_holdout(
-        frame, hold, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
+        frame, holdout, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
     )
 
-
-def read_measurement_csv(path: Path) -> pd.DataFrame:
-    """Measured rows from an ingest-format CSV (workload columns plus metric columns)."""
-    from collectors.ingest import parse_csv_measurements
-
-    if not path.is_file():
-        raise InvalidInput(f"no such file: {path}")
-    try:
-        return pd.DataFrame(parse_csv_measurements(path))
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from exc

@@ -12,7 +12,7 @@ Two options every estimator has:
 
 Subclasses implement ``_fit_core`` / ``_predict_core`` on the (transformed, de-trended)
 target.  After ``fit`` every learned part is a plain array or a library model with a safe
-export, so :mod:`modeling.serialize` can store it without pickle, and ``predict_fast``
+export, so :mod:`modeling.estimators.serialize` can store it without pickle, and ``predict_fast``
 skips scikit-learn's input validation on the serving path.
 """
 

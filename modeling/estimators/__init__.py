@@ -1,0 +1,1 @@
+"""Estimators: scikit-learn regressors, their fast paths and their pickle-free serialisation."""

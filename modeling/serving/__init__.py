@@ -1,0 +1,1 @@
+"""Serving: the fitted device model, its storage registry and the predict operations."""

@@ -1,0 +1,1 @@
+"""Training: model selection, fitting, the train operation, evaluation and adaptive sampling."""
