@@ -77,7 +77,8 @@ def train_device(
             "fio_versions": fio_versions,
             "n_rows": int(len(clean)),
         },
-        "cv_mre": {m: float(summary["metrics"][m]["global"]["cv_mre"]) for m in METRICS},
+        # the stored evaluation's MRE: what `models list`, the API and `make run` all show
+        "cv_mre": {m: float(summary["evaluation"]["metrics"][m]["mre"]) for m in METRICS},
         "time_budget_s": time_budget_s,
     }
     if progress:

@@ -23,7 +23,7 @@ from IPython.display import display
 from nbdata import open_device
 
 from collectors.quality import repeat_cv
-from modeling.training.evaluate import noise_floor
+from modeling.training.accuracy import noise_floor
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size
 
 # %%
