@@ -79,7 +79,8 @@ def train(
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
-    table = cli_table("metric", "mode", "estimator", "features", "CV MRE", "auto regions", ids=("metric",))
+    table = cli_table("metric", "mode", "estimator", "features", "global CV MRE", "auto regions",
+                      ids=("metric",))
     for metric in METRICS:
         m = manifest.get("metrics", {}).get(metric)
         if not m:
@@ -322,6 +323,10 @@ def show(
         f" sha256 {str(data.get('sha256'))[:16]}..."
     )
     _print_manifest_summary(man)
+    evaluation = man.get("evaluation")
+    if evaluation:
+        errors = ", ".join(f"{m} {e['mre']:.1%}" for m, e in evaluation["metrics"].items())
+        console.print(f"stored evaluation ({evaluation['method']}): MRE {errors}", highlight=False)
 
 
 @models_app.command("activate")
