@@ -1,19 +1,31 @@
 # ssdpredict — `make run` does the main job, `make test` runs the suite.
-# Both install whatever is missing first (fio and blkparse from apt, a virtual
-# environment in .venv with the package and its dev extra) and are safe to run twice.
+# Both install whatever is missing first (fio, blkparse, nvme-cli and mdadm from apt, a
+# virtual environment in .venv with the package and its dev extra, at the versions pinned in
+# .ci/constraints.txt) and are safe to run twice.
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+STAMP  = $(VENV)/.installed-$(XGBOOST)
 SUDO   := $(shell [ "$$(id -u)" = "0" ] || echo sudo)
-APT_PACKAGES := fio blktrace e2fsprogs util-linux
+# The pinned versions that `make` and the Dockerfile both install (`make lock` rewrites it).
+CONSTRAINTS := .ci/constraints.txt
+# cpu (default): the xgboost-cpu wheel. gpu: swap it for the CUDA build (`xgboost`, with NCCL,
+# about 0.5 GB more) at the same version; only worth it on a machine with an NVIDIA GPU.
+XGBOOST ?= cpu
+# Docker: the base image is a build argument (any Debian bookworm image works, with or without Python).
+BASE_IMAGE ?= python:3.11-slim-bookworm
+IMAGE      ?= ssdpredict:latest
+# A PEM file to trust during the build, for a TLS-inspecting proxy between Docker and PyPI.
+CA_CERT    ?=
 
-.PHONY: run test bootstrap system-deps venv lint typecheck bench clean help
+.PHONY: run test bootstrap system-deps venv lint typecheck bench lock docker docker-smoke clean help
 
 help:
 	@echo "make run   - sweep the local scratch file, train, report accuracy, serve on 127.0.0.1:8000"
 	@echo "make test  - run the whole test suite"
+	@echo "make docker [BASE_IMAGE=...] - build the image; make docker-smoke - build, run and smoke-test it"
+	@echo "make lock  - rewrite $(CONSTRAINTS) from the virtualenv"
 	@echo "make lint / typecheck / bench / clean"
 
 run: bootstrap
@@ -24,11 +36,14 @@ test: bootstrap
 
 bootstrap: system-deps venv
 
-# fio drives every measurement; blkparse (package blktrace) reads block traces.
+# fio drives every measurement; blkparse (package blktrace) reads block traces; nvme-cli
+# attaches NVMe-oF volumes (class nvmeof); mdadm describes md arrays (class raid).
 system-deps:
 	@missing=""; \
 	command -v fio >/dev/null 2>&1 || missing="$$missing fio"; \
 	command -v blkparse >/dev/null 2>&1 || missing="$$missing blktrace"; \
+	command -v nvme >/dev/null 2>&1 || missing="$$missing nvme-cli"; \
+	command -v mdadm >/dev/null 2>&1 || missing="$$missing mdadm"; \
 	command -v mkfs.ext4 >/dev/null 2>&1 || missing="$$missing e2fsprogs"; \
 	command -v losetup >/dev/null 2>&1 || missing="$$missing util-linux"; \
 	if [ -n "$$missing" ]; then \
@@ -40,14 +55,26 @@ system-deps:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version))"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || { \
 	  echo "python venv module missing; installing python3-venv"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	@case "$(XGBOOST)" in cpu|gpu) ;; *) echo "XGBOOST must be cpu or gpu, not '$(XGBOOST)'"; exit 1;; esac
+	@# Both builds install the same `xgboost` module, so they must never overlap: the CUDA
+	@# build goes first (pip then installs xgboost-cpu cleanly) and is swapped back in after.
+	@# NCCL came with the CUDA build only (0.5 GB), so it goes with it.
+	@if $(BIN)/python -m pip show -q xgboost >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip uninstall -q -y xgboost nvidia-nccl-cu12; fi
+	$(BIN)/python -m pip install -q -c $(CONSTRAINTS) -e '.[dev]'
+	@if [ "$(XGBOOST)" = gpu ]; then \
+	  version=$$($(BIN)/python -c 'from importlib.metadata import version; print(version("xgboost-cpu"))') && \
+	  $(BIN)/python -m pip uninstall -q -y xgboost-cpu && \
+	  $(BIN)/python -m pip install -q -c $(CONSTRAINTS) "xgboost==$$version" && \
+	  echo "xgboost $$version with CUDA installed (pip check will miss xgboost-cpu: expected)"; fi
+	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 
 lint: bootstrap
@@ -61,6 +88,21 @@ bench: bootstrap
 	$(BIN)/python bench/accuracy.py
 	$(BIN)/python bench/serve.py
 	$(BIN)/python bench/traces.py
+
+# After changing pyproject.toml's dependencies. Installs what is missing without the old
+# pins (already installed versions stay), with every extra, then pins the whole closure.
+lock: venv
+	$(BIN)/python -m pip install -q -e '.[dev,fleet]'
+	$(BIN)/python .ci/lock.py -o $(CONSTRAINTS)
+
+docker:
+	docker build --build-arg BASE_IMAGE=$(BASE_IMAGE) \
+	  $(if $(CA_CERT),--build-arg EXTRA_CA_CERT="$$(cat $(CA_CERT))") -t $(IMAGE) .
+
+# Builds, runs the container with a token, and checks /healthz, /docs, a CSV upload, a
+# retrain and a prediction through the API; removes the container afterwards.
+docker-smoke: venv docker
+	$(BIN)/python .ci/docker_smoke.py --image $(IMAGE) --no-build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

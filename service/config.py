@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +24,9 @@ class Settings(BaseSettings):
         default=None, description="bearer token required by mutating endpoints when set"
     )
     max_upload_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_ingest_bytes: int = Field(
+        default=1 << 30, ge=1, description="largest total size of one `ssdpredict ingest` (bytes)"
+    )
     max_batch: int = Field(default=10_000, ge=1, le=1_000_000)
     cors_origins: list[str] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1, le=64)
@@ -65,3 +70,21 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, built on first use."""
     return Settings()
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether binding ``host`` exposes the server to this machine only.
+
+    A name counts as loopback only when every address it resolves to is: ``0.0.0.0``,
+    ``::``, an interface address, or a name that does not resolve are all exposed.
+    """
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addresses = {str(info[4][0]).split("%")[0] for info in infos}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)

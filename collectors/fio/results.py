@@ -19,15 +19,17 @@ completion-latency (``clat_ns``) percentiles, which is what fio reports by defau
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Iterable, Mapping
 
 import numpy as np
 from pydantic import ValidationError
 
+from collectors.metric_values import EXTRA_METRICS, MAX_METRIC, check_metric
 from modeling.errors import FioOutputError
-from modeling.workload import MIB, Workload, parse_size
+from modeling.workload import METRICS, MIB, Workload, parse_size
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 50.0),
@@ -58,6 +60,9 @@ def load_fio_json(text: str | bytes, *, source: str = "fio output") -> dict[str,
         data, _ = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError as exc:
         raise FioOutputError(f"{source}: corrupt fio JSON: {exc.msg} at char {start + exc.pos}") from exc
+    except RecursionError:
+        # fio nests objects a few levels deep; thousands of levels is not fio output.
+        raise FioOutputError(f"{source}: corrupt fio JSON: nested too deeply") from None
     if not isinstance(data, dict) or not (
         isinstance(data.get("jobs"), list) or isinstance(data.get("client_stats"), list)
     ):
@@ -72,46 +77,93 @@ def parse_fio_output(text: str | bytes, *, source: str = "fio output") -> list[F
 
 
 def parse_fio_document(data: Mapping[str, Any], *, source: str = "fio output") -> list[FioResult]:
-    """Parse an already-decoded fio JSON document."""
-    global_opts = data.get("global options") or {}
+    """Parse an already-decoded fio JSON document.
+
+    Every field is type-checked: a value of the wrong type or an implausible number is a
+    :class:`FioOutputError` naming the file and the field, never a ``TypeError``.
+    """
+    global_opts = _options(data.get("global options"), source, "global options")
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
-        jobs = [
-            j
-            for j in data.get("client_stats") or []
-            if isinstance(j, dict) and j.get("jobname") != "All clients"
-        ]
+        stats = data.get("client_stats") or []
+        if not isinstance(stats, list):
+            raise FioOutputError(f"{source}: client_stats: not a list")
+        jobs = [j for j in stats if not (isinstance(j, dict) and j.get("jobname") == "All clients")]
     if not jobs:
         raise FioOutputError(f"{source}: fio output holds no job results")
     groups: dict[Any, list[Mapping[str, Any]]] = {}
-    for job in jobs:
+    for i, job in enumerate(jobs):
         if not isinstance(job, dict):
-            raise FioOutputError(f"{source}: a job entry is not an object")
+            raise FioOutputError(f"{source}: jobs[{i}]: a job entry is not an object")
         if job.get("error"):
             raise FioOutputError(f"{source}: job {job.get('jobname')!r} failed with error {job['error']}")
-        key = (job.get("groupid", 0), job.get("hostname"), job.get("jobname"))
+        key = tuple(_scalar(job, k, source, f"jobs[{i}]") for k in ("groupid", "hostname", "jobname"))
         groups.setdefault(key, []).append(job)
     version = str(data.get("fio version", ""))
     return [_parse_group(members, global_opts, version, source) for members in groups.values()]
+
+
+def _scalar(obj: Mapping[str, Any], key: str, source: str, where: str) -> str | int | float | None:
+    value = obj.get(key)
+    if value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+        return value
+    raise FioOutputError(f"{source}: {where}.{key}: expected a string or number, got {type(value).__name__}")
+
+
+def _options(value: Any, source: str, where: str) -> dict[str, Any]:
+    """fio's option maps hold strings (numbers tolerated); anything else is not fio output."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FioOutputError(f"{source}: {where}: expected an object of options, got {type(value).__name__}")
+    for key, item in value.items():
+        if not (isinstance(item, (str, int, float)) and not isinstance(item, bool)):
+            raise FioOutputError(f"{source}: {where}.{key}: expected a string, got {type(item).__name__}")
+    return value
+
+
+def _section(obj: Mapping[str, Any], key: str, source: str, where: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FioOutputError(f"{source}: {where}.{key}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _number(obj: Mapping[str, Any], key: str, source: str, where: str) -> float:
+    """A non-negative, finite, plausible number from fio's statistics (0 when absent)."""
+    value = obj.get(key, 0)
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FioOutputError(f"{source}: {where}.{key}: expected a number, got {type(value).__name__}")
+    number = float(value)
+    if not (math.isfinite(number) and 0 <= number < MAX_METRIC):
+        raise FioOutputError(
+            f"{source}: {where}.{key}: {value!r} is not a finite, non-negative measurement"
+        )
+    return number
 
 
 def _parse_group(
     jobs: list[Mapping[str, Any]], global_opts: Mapping[str, Any], version: str, source: str
 ) -> FioResult:
     first = jobs[0]
-    options = {**global_opts, **(first.get("job options") or {})}
+    name = f"job {first.get('jobname')!r}"
+    options = {**global_opts, **_options(first.get("job options"), source, f"{name}: job options")}
     workload = workload_from_options(options, source=source)
     row: dict[str, Any] = dict(workload.as_row())
     per_dir: dict[str, dict[str, Any]] = {}
     for direction in DIRECTIONS:
-        stats = [j.get(direction) or {} for j in jobs]
-        per_dir[direction] = _direction_metrics(stats, source, direction)
+        stats = [_section(j, direction, source, name) for j in jobs]
+        per_dir[direction] = _direction_metrics(stats, source, f"{name}: {direction}")
         for key, value in per_dir[direction].items():
             if key != "_curve":
                 row[f"{direction}_{key}"] = value
-    mixed: list[Mapping[str, Any]] = [j["mixed"] for j in jobs if isinstance(j.get("mixed"), dict)]
-    if len(mixed) == len(jobs):
-        combined = _direction_metrics(mixed, source, "mixed")
+    mixed = [_section(j, "mixed", source, name) for j in jobs]
+    if all(mixed):
+        combined = _direction_metrics(mixed, source, f"{name}: mixed")
     else:
         combined = _combine(per_dir["read"], per_dir["write"])
     for key, value in combined.items():
@@ -119,41 +171,52 @@ def _parse_group(
             row[key] = value
     total_ios = per_dir["read"]["iops"] + per_dir["write"]["iops"]
     if total_ios <= 0:
-        raise FioOutputError(f"{source}: job {first.get('jobname')!r} completed no I/O")
+        raise FioOutputError(f"{source}: {name} completed no I/O")
     row["measured_write_ratio"] = per_dir["write"]["iops"] / total_ios
     row["fio_version"] = version
     row["engine"] = str(options.get("ioengine", ""))
-    row["runtime_s"] = max(
-        float((j.get(d) or {}).get("runtime", 0) or 0) for j in jobs for d in DIRECTIONS
-    ) / 1000.0
+    runtimes_ms = [
+        _number(_section(j, d, source, name), "runtime", source, f"{name}: {d}")
+        for j in jobs
+        for d in DIRECTIONS
+    ]
+    row["runtime_s"] = max(runtimes_ms) / 1000.0
+    _check_row(row, source, name)
     return FioResult(workload=workload, row=row, job_name=str(first.get("jobname", "")))
 
 
-def _direction_metrics(
-    stats: list[Mapping[str, Any]], source: str, direction: str
-) -> dict[str, Any]:
+def _check_row(row: Mapping[str, Any], source: str, name: str) -> None:
+    """The shared metric rule on the computed row; NaN means "not measured" (no I/O, no percentiles)."""
+    for metric in (*METRICS, *EXTRA_METRICS):
+        value = row.get(metric)
+        if value is None or math.isnan(value):
+            continue
+        try:
+            check_metric(metric, float(value))
+        except ValueError as exc:
+            raise FioOutputError(f"{source}: {name}: {metric}: {exc}") from None
+
+
+def _direction_metrics(stats: list[Mapping[str, Any]], source: str, where: str) -> dict[str, Any]:
     iops = 0.0
     bw_bytes = 0.0
     lat_weighted = 0.0
     curves: list[tuple[float, dict[float, float]]] = []
     for s in stats:
-        try:
-            job_iops = float(s.get("iops", 0) or 0)
-            if "bw_bytes" in s:
-                job_bw = float(s["bw_bytes"])
-            else:  # fio < 3.x-ish: "bw" is KiB/s
-                job_bw = float(s.get("bw", 0) or 0) * 1024.0
-            lat = s.get("lat_ns") or {}
-            lat_mean_ns = float(lat.get("mean", 0) or 0)
-            if not lat and "lat" in s:  # very old fio: microseconds
-                lat_mean_ns = float(s["lat"].get("mean", 0) or 0) * 1000.0
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise FioOutputError(f"{source}: bad {direction} statistics: {exc}") from exc
+        job_iops = _number(s, "iops", source, where)
+        if "bw_bytes" in s:
+            job_bw = _number(s, "bw_bytes", source, where)
+        else:  # fio < 3.x-ish: "bw" is KiB/s
+            job_bw = _number(s, "bw", source, where) * 1024.0
+        lat = _section(s, "lat_ns", source, where)
+        lat_mean_ns = _number(lat, "mean", source, f"{where}.lat_ns")
+        if not lat and "lat" in s:  # very old fio: microseconds
+            lat_mean_ns = _number(_section(s, "lat", source, where), "mean", source, f"{where}.lat") * 1000.0
         iops += job_iops
         bw_bytes += job_bw
         lat_weighted += job_iops * lat_mean_ns
         if job_iops > 0:
-            curves.append((job_iops, _percentile_curve(s, source)))
+            curves.append((job_iops, _percentile_curve(s, source, where)))
     metrics: dict[str, Any] = {
         "iops": iops,
         "bandwidth_mib_s": bw_bytes / MIB,
@@ -166,20 +229,24 @@ def _direction_metrics(
     return metrics
 
 
-def _percentile_curve(stats: Mapping[str, Any], source: str) -> dict[float, float]:
+def _percentile_curve(stats: Mapping[str, Any], source: str, where: str) -> dict[float, float]:
     for key in ("lat_ns", "clat_ns"):
-        block = stats.get(key) or {}
-        pct = block.get("percentile")
-        if isinstance(pct, dict) and pct:
+        pct = _section(stats, key, source, where).get("percentile")
+        if pct is not None and not isinstance(pct, dict):
+            raise FioOutputError(f"{source}: {where}.{key}.percentile: expected an object")
+        if pct:
             break
     else:
         return {}
     curve: dict[float, float] = {}
-    for k, v in pct.items():
+    for k in pct:
         try:
-            p, value = float(k), float(v)
-        except (TypeError, ValueError) as exc:
-            raise FioOutputError(f"{source}: bad latency percentile {k!r}: {v!r}") from exc
+            p = float(k)
+        except ValueError:
+            raise FioOutputError(f"{source}: {where}.{key}.percentile: bad percentile {k!r}") from None
+        value = _number(pct, k, source, f"{where}.{key}.percentile")
+        if not 0 <= p <= 100:
+            raise FioOutputError(f"{source}: {where}.{key}.percentile: bad percentile {k!r}")
         if p > 0:  # fio 3.1 emits a spurious "0.00": 0 entry
             curve[p] = value
     return curve
@@ -301,7 +368,7 @@ def workload_from_options(options: Mapping[str, Any], *, source: str = "fio job"
         raise FioOutputError(
             f"{source}: job options give an invalid workload: {field}: {err['msg']}"
         ) from exc
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise FioOutputError(f"{source}: cannot read the workload from the job options: {exc}") from exc
 
 

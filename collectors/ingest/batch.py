@@ -1,113 +1,142 @@
-"""Import measurement files into the catalog as one all-or-nothing sweep."""
+"""Import measurement files into the catalog as one all-or-nothing sweep.
+
+Every input is validated as it streams in and its rows are written to temporary Parquet
+parts beside the measurements (CSV a chunk at a time, so memory stays bounded whatever the
+file size).  Only when every file is good are the parts joined into the sweep's one
+Parquet file, which the catalog moves into place in the transaction that records the
+sweep.  A bad row anywhere removes the parts: the catalog and the measurements folder are
+left as they were.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from collectors.devices import validate_device_class
-from collectors.ingest.csv_rows import decode_text, parse_csv_measurements
-from collectors.ingest.fio_files import parse_fio_bytes
-from modeling.errors import InvalidInput, TooLarge, UnknownDevice
+from collectors.ingest.csv_stream import iter_csv_frames
+from collectors.ingest.fio_files import parse_fio_input
+from collectors.ingest.inputs import InputFile, bytes_input, check_size, collect_inputs
+from modeling.errors import InvalidInput, UnknownDevice
 from modeling.store import DataDir, Sweep
 
-SUFFIX_KINDS = {".json": "fio", ".csv": "csv"}
 MAX_REPORTED_ERRORS = 20
 
 
-@dataclass(frozen=True)
-class InputFile:
-    """One file to import: its path, the name used in messages and rows, and its format."""
-
-    path: Path
-    name: str
-    kind: str | None  # "fio", "csv", or None: decide from the content
-
-
 @dataclass
-class Batch:
-    """Validated rows of one import, ready to be stored together."""
+class Staged:
+    """Validated rows of one import in temporary Parquet parts, ready to be stored together."""
 
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    raws: list[str | None] = field(default_factory=list)
+    folder: Path
+    parts: list[Path] = field(default_factory=list)
+    n_rows: int = 0
     files: list[dict[str, Any]] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
+    fio_points: list[tuple[int, dict[str, Any], str]] = field(default_factory=list)
+
+    def fio_versions(self) -> list[str]:
+        """The fio versions that wrote the imported fio results."""
+        return sorted({str(r["fio_version"]) for _, r, _ in self.fio_points if r.get("fio_version")})
 
     @property
     def content_sha256(self) -> str:
         """Identity of the imported content, independent of file names and order."""
         return hashlib.sha256("".join(sorted(self.digests)).encode()).hexdigest()
 
-
-def collect_inputs(paths: Sequence[Path], *, kinds: Sequence[str] = ("fio", "csv")) -> list[InputFile]:
-    """Expand folders (recursively, ``*.json``/``*.csv``, no hidden files) into input files."""
-    if not paths:
-        raise InvalidInput("no input paths given")
-    inputs: list[InputFile] = []
-    for path in paths:
-        if path.is_dir():
-            found = []
-            # os.walk does not follow symlinked folders, so a link loop cannot recurse forever.
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for fname in sorted(files):
-                    kind = SUFFIX_KINDS.get(Path(fname).suffix.lower())
-                    if fname.startswith(".") or kind not in kinds:
-                        continue
-                    full = Path(root) / fname
-                    rel = full.relative_to(path.parent) if path.parent != path else full
-                    found.append(InputFile(full, rel.as_posix(), kind))
-            if not found:
-                wanted = " or ".join(f"*{s}" for s, k in SUFFIX_KINDS.items() if k in kinds)
-                raise InvalidInput(f"{path}: no {wanted} files in this folder")
-            inputs.extend(found)
-        elif path.is_file():
-            inputs.append(InputFile(path, path.name, SUFFIX_KINDS.get(path.suffix.lower())))
-        else:
-            raise InvalidInput(f"{path}: no such file or folder")
-    return inputs
-
-
-def sniff_kind(data: bytes) -> str:
-    """``"fio"`` when the bytes look like fio JSON output, otherwise ``"csv"``."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    # fio may print warning lines before its JSON; its JSON always names "fio version".
-    if head.startswith(b"{") or (b"{" in head and b'"fio version"' in head):
-        return "fio"
-    return "csv"
-
-
-def parse_input(data: bytes, name: str, kind: str | None) -> list[tuple[dict[str, Any], str | None]]:
-    """Validated rows of one file's bytes (with raw fio JSON where there is one)."""
-    kind = kind or sniff_kind(data)
-    if kind == "fio":
-        return [({**row, "source_file": name}, raw) for row, raw in parse_fio_bytes(data, name)]
-    if not data.strip():
-        raise InvalidInput(f"{name}: empty file (expected a CSV header line)")
-    rows = parse_csv_measurements(decode_text(data, name), source=name)
-    return [({**row, "source_file": name}, None) for row in rows]
-
-
-def load_batch(inputs: Sequence[tuple[bytes, str, str | None]]) -> Batch:
-    """Validate every input; raise one error listing the bad files if any is bad."""
-    batch = Batch()
-    errors: list[InvalidInput] = []
-    for data, name, kind in inputs:
+    def write_part(self, frames: Iterator[pd.DataFrame]) -> int:
+        """Write frames (one schema) to a new part, numbering rows on from the last; rows written."""
+        path = self.folder / f"part-{len(self.parts):05d}.parquet"
+        writer: pq.ParquetWriter | None = None
+        n = 0
         try:
-            parsed = parse_input(data, name, kind)
+            for frame in frames:
+                frame = frame.assign(seq=range(self.n_rows + n, self.n_rows + n + len(frame)), repeat=0)
+                table = pa.Table.from_pandas(frame, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(path, table.schema)
+                writer.write_table(table)
+                n += len(frame)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is not None:
+            self.parts.append(path)
+        self.n_rows += n
+        return n
+
+    def joined(self) -> Path:
+        """One Parquet file of every part (the only part itself when there is one)."""
+        if len(self.parts) == 1:
+            return self.parts[0]
+        schemas = [pq.read_schema(p) for p in self.parts]
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+        out = self.folder / "joined.parquet"
+        with pq.ParquetWriter(out, schema) as writer:
+            for path in self.parts:
+                part = pq.ParquetFile(path)
+                for i in range(part.num_row_groups):
+                    table = part.read_row_group(i)
+                    for col in schema:
+                        if col.name not in table.column_names:
+                            table = table.append_column(col.name, pa.nulls(len(table), col.type))
+                    writer.write_table(table.select(schema.names).cast(schema))
+        return out
+
+
+@contextmanager
+def staging(datadir: DataDir) -> Iterator[Staged]:
+    """A staging folder beside the measurements (so the final move is a rename), removed after."""
+    datadir.measurements_dir.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".staging-", dir=datadir.measurements_dir))
+    try:
+        yield Staged(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def stage_inputs(staged: Staged, inputs: Sequence[InputFile]) -> None:
+    """Validate every input into ``staged``; raise one error listing the bad files if any is bad."""
+    errors: list[InvalidInput] = []
+    fio_rows: list[dict[str, Any]] = []
+
+    def flush_fio() -> None:
+        # Consecutive fio results share one part, so a folder of 500 files is not 500 parts.
+        if fio_rows:
+            staged.write_part(iter([pd.DataFrame.from_records(fio_rows)]))
+            fio_rows.clear()
+
+    for item in inputs:
+        kind = item.resolved_kind()
+        try:
+            if kind == "fio":
+                parsed = parse_fio_input(item)
+                for row, raw in parsed:
+                    staged.fio_points.append((staged.n_rows + len(fio_rows), row, raw))
+                    fio_rows.append(row)
+                n = len(parsed)
+            else:
+                if item.size == 0:
+                    raise InvalidInput(f"{item.name}: empty file (expected a CSV header line)")
+                flush_fio()
+                frames = iter_csv_frames(item.open, item.name)
+                n = staged.write_part(frame.assign(source_file=item.name) for frame in frames)
         except InvalidInput as exc:
             errors.append(exc)
             continue
-        for row, raw in parsed:
-            batch.rows.append(row)
-            batch.raws.append(raw)
-        batch.files.append({"name": name, "format": kind or sniff_kind(data), "points": len(parsed)})
-        batch.digests.append(hashlib.sha256(data).hexdigest())
+        staged.files.append({"name": item.name, "format": kind, "points": n})
+        staged.digests.append(item.sha256())
+    flush_fio()
     if errors:
         first = errors[0]
         more = f" (and {len(errors) - 1} more bad files)" if len(errors) > 1 else ""
@@ -115,23 +144,22 @@ def load_batch(inputs: Sequence[tuple[bytes, str, str | None]]) -> Batch:
             f"{first.message}{more}; nothing was stored",
             details=[e.message for e in errors[:MAX_REPORTED_ERRORS]],
         )
-    return batch
 
 
-def store_batch(
+def store_staged(
     datadir: DataDir,
     device: str,
-    batch: Batch,
+    staged: Staged,
     *,
     device_class: str | None = None,
     metadata: dict[str, Any] | None = None,
     info: dict[str, Any] | None = None,
 ) -> Sweep:
-    """Store a validated batch as one complete sweep; an identical earlier import is reused."""
+    """Store validated rows as one complete sweep; an identical earlier import is reused."""
     catalog = datadir.catalog
     if device_class is not None:
         validate_device_class(device_class)
-    digest = batch.content_sha256
+    digest = staged.content_sha256
     try:
         existing = catalog.get_device(device)
     except UnknownDevice:
@@ -148,12 +176,31 @@ def store_batch(
     catalog.ensure_device(device, device_class or "ssd", metadata)
     full_info = {
         **(info or {}),
-        "files": batch.files,
-        "n_files": len(batch.files),
+        "files": staged.files,
+        "n_files": len(staged.files),
         "content_sha256": digest,
-        "fio_versions": sorted({str(r["fio_version"]) for r in batch.rows if r.get("fio_version")}),
+        "fio_versions": staged.fio_versions(),
     }
-    return catalog.add_measurements(device, batch.rows, source="ingest", info=full_info, raws=batch.raws)
+    return catalog.add_sweep_file(
+        device, staged.joined(), staged.n_rows, source="ingest", info=full_info, points=staged.fio_points
+    )
+
+
+def ingest_inputs(
+    datadir: DataDir,
+    device: str,
+    inputs: Sequence[InputFile],
+    *,
+    device_class: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    max_bytes: int | None = None,
+    info: dict[str, Any] | None = None,
+) -> Sweep:
+    """Validate and store inputs as one sweep of ``device``: all or nothing."""
+    check_size(inputs, max_bytes)
+    with staging(datadir) as staged:
+        stage_inputs(staged, inputs)
+        return store_staged(datadir, device, staged, device_class=device_class, metadata=metadata, info=info)
 
 
 def ingest_paths(
@@ -163,17 +210,19 @@ def ingest_paths(
     *,
     device_class: str | None = None,
     metadata: dict[str, Any] | None = None,
+    max_bytes: int | None = None,
 ) -> Sweep:
     """Import fio JSON / CSV files and folders as one sweep of ``device``: all or nothing.
 
     ``device_class`` is used for a new device (default ``ssd``) and must match an existing
     one.  Re-importing identical content returns the earlier sweep (its ``info`` then has
-    ``already_ingested``) instead of storing the points twice.
+    ``already_ingested``) instead of storing the points twice.  ``max_bytes`` limits the
+    total size of the files, checked before any is read.
     """
     inputs = collect_inputs([Path(p) for p in paths])
-    loaded = [(item.path.read_bytes(), item.name, item.kind) for item in inputs]
-    batch = load_batch(loaded)
-    return store_batch(datadir, device, batch, device_class=device_class, metadata=metadata)
+    return ingest_inputs(
+        datadir, device, inputs, device_class=device_class, metadata=metadata, max_bytes=max_bytes
+    )
 
 
 def ingest_bytes(
@@ -188,11 +237,14 @@ def ingest_bytes(
 ) -> Sweep:
     """Import one uploaded file (CSV or fio JSON, told apart by content): all or nothing."""
     name = _safe_name(filename)
-    if max_bytes is not None and len(data) > max_bytes:
-        raise TooLarge(f"{name}: {len(data)} bytes is over the limit of {max_bytes} bytes")
-    batch = load_batch([(data, name, None)])
-    return store_batch(
-        datadir, device, batch, device_class=device_class, metadata=metadata, info={"upload": name}
+    return ingest_inputs(
+        datadir,
+        device,
+        [bytes_input(data, name)],
+        device_class=device_class,
+        metadata=metadata,
+        max_bytes=max_bytes,
+        info={"upload": name},
     )
 
 

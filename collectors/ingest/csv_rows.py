@@ -1,4 +1,4 @@
-"""Read measurement rows from CSV: workload field columns plus metric columns.
+"""The rules of a measurements CSV, one row at a time (the chunked reader is :mod:`.csv_stream`).
 
 Rules (a file that breaks any of them is rejected whole, naming the line and the reason):
 
@@ -19,14 +19,12 @@ Rules (a file that breaks any of them is rejected whole, naming the line and the
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from collectors.metric_values import EXTRA_METRICS, check_metric
 from modeling.errors import InvalidInput
 from modeling.workload import (
     BASIC_FIELDS,
@@ -37,17 +35,8 @@ from modeling.workload import (
     parse_size,
 )
 
-_PERCENTILE_METRICS = ("latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us")
-EXTRA_METRICS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [m for m in _PERCENTILE_METRICS if m not in METRICS]
-        + [f"{d}_{m}" for d in ("read", "write") for m in (*METRICS, *_PERCENTILE_METRICS)]
-    )
-)
-"""Further metric columns accepted (and stored) besides :data:`METRICS`."""
-
 KNOWN_COLUMNS: frozenset[str] = frozenset((*WORKLOAD_FIELDS, *METRICS, *EXTRA_METRICS))
-_INTEGER_FIELDS = frozenset({"queue_depth", "numjobs"})
+INTEGER_FIELDS = frozenset({"queue_depth", "numjobs"})
 
 
 def decode_text(data: bytes, source: str) -> str:
@@ -61,49 +50,7 @@ def decode_text(data: bytes, source: str) -> str:
         ) from None
 
 
-def parse_csv_measurements(
-    text_or_path: str | bytes | Path, *, source: str | None = None
-) -> list[dict[str, Any]]:
-    """Parse a measurements CSV (a ``Path``, raw ``bytes`` or the text) into validated rows.
-
-    Raises ``InvalidInput`` naming the source, the line number and the reason.
-    """
-    if isinstance(text_or_path, Path):
-        source = source or text_or_path.name
-        text = decode_text(text_or_path.read_bytes(), source)
-    elif isinstance(text_or_path, bytes):
-        source = source or "CSV"
-        text = decode_text(text_or_path, source)
-    else:
-        source = source or "CSV"
-        text = text_or_path.lstrip("\ufeff")
-    return _parse(text, source)
-
-
-def _parse(text: str, source: str) -> list[dict[str, Any]]:
-    if not text.strip():
-        raise InvalidInput(f"{source}: empty file (expected a CSV header line)")
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    header_line = 0
-    rows: list[dict[str, Any]] = []
-    try:
-        for cells in reader:
-            line = reader.line_num
-            if not cells or all(not c.strip() for c in cells):
-                continue
-            if header is None:
-                header, header_line = _check_header(cells, source, line), line
-                continue
-            rows.append(_parse_row(header, cells, source, line))
-    except csv.Error as exc:
-        raise InvalidInput(f"{source}, line {reader.line_num}: malformed CSV: {exc}") from None
-    if not rows:
-        raise InvalidInput(f"{source}, line {header_line}: header only, no data rows")
-    return rows
-
-
-def _check_header(cells: list[str], source: str, line: int) -> list[str]:
+def check_header(cells: list[str], source: str, line: int) -> list[str]:
     names = [c.strip() for c in cells]
     where = f"{source}, line {line}"
     seen: set[str] = set()
@@ -132,7 +79,7 @@ def _check_header(cells: list[str], source: str, line: int) -> list[str]:
     return names
 
 
-def _parse_row(header: list[str], cells: list[str], source: str, line: int) -> dict[str, Any]:
+def parse_row(header: list[str], cells: list[str], source: str, line: int) -> dict[str, Any]:
     where = f"{source}, line {line}"
     if len(cells) != len(header):
         raise InvalidInput(f"{where}: {len(cells)} values for {len(header)} columns")
@@ -146,9 +93,9 @@ def _parse_row(header: list[str], cells: list[str], source: str, line: int) -> d
             continue  # optional workload field: default; metric: not measured
         try:
             if name in WORKLOAD_FIELDS:
-                values[name] = _workload_value(name, cell)
+                values[name] = workload_value(name, cell)
             else:
-                metrics[name] = _metric_value(name, cell)
+                metrics[name] = metric_value(name, cell)
         except ValueError as exc:
             raise InvalidInput(f"{where}: {name}: {exc}") from None
     if not any(m in metrics for m in METRICS):
@@ -170,24 +117,19 @@ def _finite(cell: str) -> float:
     return value
 
 
-def _workload_value(name: str, cell: str) -> Any:
+def workload_value(name: str, cell: str) -> Any:
     if name in SIZE_FIELDS:
         return parse_size(cell)
     value = _finite(cell)
-    if name in _INTEGER_FIELDS:
+    if name in INTEGER_FIELDS:
         if not value.is_integer():
             raise ValueError(f"not a whole number: {cell!r}")
         return int(value)
     return value
 
 
-def _metric_value(name: str, cell: str) -> float:
-    value = _finite(cell)
-    if name in METRICS and value <= 0:
-        raise ValueError(f"must be > 0, got {cell}")
-    if value < 0:
-        raise ValueError(f"must not be negative, got {cell}")
-    return value
+def metric_value(name: str, cell: str) -> float:
+    return check_metric(name, _finite(cell))
 
 
 def _validation_text(exc: ValidationError) -> str:
@@ -198,4 +140,12 @@ def _validation_text(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["EXTRA_METRICS", "KNOWN_COLUMNS", "decode_text", "parse_csv_measurements"]
+__all__ = [
+    "EXTRA_METRICS",
+    "KNOWN_COLUMNS",
+    "check_header",
+    "decode_text",
+    "metric_value",
+    "parse_row",
+    "workload_value",
+]

@@ -8,6 +8,7 @@ from typing import Any
 
 from collectors.fio.results import parse_fio_output
 from collectors.ingest.csv_rows import decode_text
+from collectors.ingest.inputs import InputFile, collect_inputs
 from modeling.errors import FioOutputError, InvalidInput
 
 
@@ -28,12 +29,14 @@ def parse_fio_bytes(data: bytes, source: str) -> list[tuple[dict[str, Any], str]
     return parse_fio_text(text, source)
 
 
+def parse_fio_input(item: InputFile) -> list[tuple[dict[str, Any], str]]:
+    """Rows and raw JSON of one input file (read whole: fio results are small)."""
+    with item.open() as fh:
+        data = fh.read()
+    return [({**row, "source_file": item.name}, raw) for row, raw in parse_fio_bytes(data, item.name)]
+
+
 def parse_fio_files(paths: Iterable[Path | str]) -> list[tuple[dict[str, Any], str]]:
     """Rows and raw JSON of fio result files; a folder contributes its ``*.json``, recursively."""
-    from collectors.ingest.batch import collect_inputs  # avoid an import cycle
-
-    out: list[tuple[dict[str, Any], str]] = []
-    for item in collect_inputs([Path(p) for p in paths], kinds=("fio",)):
-        for row, raw in parse_fio_bytes(item.path.read_bytes(), item.name):
-            out.append(({**row, "source_file": item.name}, raw))
-    return out
+    items = collect_inputs([Path(p) for p in paths], kinds=("fio",))
+    return [parsed for item in items for parsed in parse_fio_input(item)]

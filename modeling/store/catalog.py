@@ -77,6 +77,13 @@ CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
 """
 
 
+# A sweep stored straight to Parquet (an import) keeps its row count in info.n_rows: its
+# rows are not copied into the points table, which would grow the catalog by the whole CSV.
+_N_POINTS = (
+    "COALESCE(json_extract(s.info, '$.n_rows'), (SELECT COUNT(*) FROM points p WHERE p.sweep_id = s.id))"
+)
+
+
 class Catalog(ModelVersionTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
@@ -207,8 +214,7 @@ class Catalog(ModelVersionTable):
         """A sweep by id; raises ``NotFound``."""
         with self.connect() as conn:
             row = conn.execute(
-                "SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.sweep_id = s.id) AS n_points"
-                " FROM sweeps s WHERE s.id = ?",
+                f"SELECT s.*, {_N_POINTS} AS n_points FROM sweeps s WHERE s.id = ?",
                 (sweep_id,),
             ).fetchone()
         if row is None:
@@ -220,8 +226,7 @@ class Catalog(ModelVersionTable):
         dev = self.get_device(device)
         with self.connect() as conn:
             rows = conn.execute(
-                "SELECT s.*, (SELECT COUNT(*) FROM points p WHERE p.sweep_id = s.id) AS n_points"
-                " FROM sweeps s WHERE s.device_id = ? ORDER BY s.id",
+                f"SELECT s.*, {_N_POINTS} AS n_points FROM sweeps s WHERE s.device_id = ? ORDER BY s.id",
                 (dev.id,),
             ).fetchall()
         return [sweep_from_row(r) for r in rows]
@@ -337,10 +342,53 @@ class Catalog(ModelVersionTable):
         assert sweep_id is not None
         return self.finish_sweep(sweep_id)
 
+    def add_sweep_file(
+        self,
+        device: str,
+        parquet: Path,
+        n_rows: int,
+        *,
+        source: str = "ingest",
+        info: dict[str, Any] | None = None,
+        points: list[tuple[int, dict[str, Any], str]] | None = None,
+    ) -> Sweep:
+        """Store a validated Parquet file of ``n_rows`` rows as one complete sweep, atomically.
+
+        The file is moved into the measurements folder inside the transaction that records
+        the sweep, so either both exist or neither.  ``points`` are ``(seq, row, raw fio
+        JSON)`` kept for provenance (fio results only; CSV rows live in the Parquet alone).
+        """
+        if n_rows <= 0:
+            raise InvalidInput("nothing to store: no measurement rows")
+        dev = self.get_device(device)
+        now = utcnow()
+        full_info = {**(info or {}), "n_rows": n_rows}
+        with self.connect() as conn:
+            cur = conn.execute(
+                "INSERT INTO sweeps (device_id, source, plan, n_planned, status, info, created_at,"
+                " finished_at) VALUES (?, ?, '{}', ?, 'complete', ?, ?, ?)",
+                (dev.id, source, n_rows, json.dumps(full_info, sort_keys=True), now, now),
+            )
+            sweep_id = cur.lastrowid
+            conn.executemany(
+                "INSERT INTO points (sweep_id, seq, repeat, data, raw, created_at) VALUES (?, ?, 0, ?, ?, ?)",
+                [
+                    (sweep_id, seq, json.dumps(row, sort_keys=True), zlib.compress(raw.encode(), 6), now)
+                    for seq, row, raw in points or []
+                ],
+            )
+            relative = f"{device}/sweep-{sweep_id}.parquet"
+            conn.execute("UPDATE sweeps SET parquet = ? WHERE id = ?", (relative, sweep_id))
+            final = self.measurements_dir / relative
+            final.parent.mkdir(parents=True, exist_ok=True)
+            Path(parquet).replace(final)
+        assert sweep_id is not None
+        return self.get_sweep(sweep_id)
+
     def measurements(self, device: str) -> pd.DataFrame:
         """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""
         frames = [
-            pd.read_parquet(self.measurements_dir / s.parquet)
+            _with_sweep_id(pd.read_parquet(self.measurements_dir / s.parquet), s.id)
             for s in self.list_sweeps(device)
             if s.status == "complete" and s.parquet
         ]
@@ -353,3 +401,10 @@ class Catalog(ModelVersionTable):
         with self.connect() as conn:
             row = conn.execute("SELECT name FROM devices WHERE id = ?", (device_id,)).fetchone()
         return str(row["name"])
+
+
+def _with_sweep_id(frame: pd.DataFrame, sweep_id: int) -> pd.DataFrame:
+    # Imported Parquet files are written before their sweep has an id.
+    if "sweep_id" not in frame.columns:
+        frame.insert(0, "sweep_id", sweep_id)
+    return frame

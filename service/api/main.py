@@ -12,10 +12,14 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from threadpoolctl import threadpool_limits
 
 from service.api import errors
@@ -89,6 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=_DESCRIPTION,
         version="1",
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN; _add_docs serves ours
+        redoc_url=None,
     )
     app.state.service = state
     errors.install(app)
@@ -104,7 +110,52 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api_router)
     app.router.routes[0:0] = predict.hot_routes()
     _add_schemas(app, predict.body_schemas())
+    _add_docs(app)
     return app
+
+
+# Swagger UI and ReDoc shipped in the package (see static/VERSIONS; .ci/update_docs_assets.sh
+# refreshes them), so /docs and /redoc work on a machine with no internet access.
+_STATIC_DIR = Path(__file__).resolve().parent / "static"
+_STATIC_URL = "/static/docs"
+
+
+def _add_docs(app: FastAPI) -> None:
+    """Serve /docs (Swagger UI) and /redoc (ReDoc) from the packaged assets, not a CDN."""
+    app.mount(_STATIC_URL, StaticFiles(directory=_STATIC_DIR), name="docs-assets")
+    openapi_url = app.openapi_url or "/openapi.json"
+    oauth2_redirect_url = "/docs/oauth2-redirect"
+
+    def asset(request: Request, name: str) -> str:
+        # root_path: behind a proxy that mounts the API under a prefix, assets follow it.
+        return f"{request.scope.get('root_path', '')}{_STATIC_URL}/{name}"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{root}{oauth2_redirect_url}",
+            swagger_js_url=asset(request, "swagger-ui/swagger-ui-bundle.js"),
+            swagger_css_url=asset(request, "swagger-ui/swagger-ui.css"),
+            swagger_favicon_url=asset(request, "swagger-ui/favicon-32x32.png"),
+        )
+
+    @app.get(oauth2_redirect_url, include_in_schema=False)
+    async def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=asset(request, "redoc/redoc.standalone.js"),
+            redoc_favicon_url=asset(request, "swagger-ui/favicon-32x32.png"),
+            with_google_fonts=False,
+        )
 
 
 def _add_schemas(app: FastAPI, schemas: dict[str, Any]) -> None:

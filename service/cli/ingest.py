@@ -10,7 +10,9 @@ import typer
 
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
+from modeling.workload import parse_size
 from service.cli.common import DeviceOption, JsonOption, console, datadir, handle_errors, print_json
+from service.config import get_settings
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
 
@@ -32,6 +34,18 @@ def parse_meta(items: list[str]) -> dict[str, Any]:
     return meta
 
 
+def _limit(text: str | None) -> int:
+    if text is None:
+        return get_settings().max_ingest_bytes
+    try:
+        limit = parse_size(text)
+    except ValueError as exc:
+        raise InvalidInput(f"invalid --max-bytes {text!r}: {exc}") from None
+    if limit <= 0:
+        raise InvalidInput(f"invalid --max-bytes {text!r}: must be > 0")
+    return limit
+
+
 @handle_errors
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="fio JSON files, CSV files, or folders of them")],
@@ -44,6 +58,14 @@ def ingest(
         list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
     ] = None,
     json_output: JsonOption = False,
+    max_bytes: Annotated[
+        str | None,
+        typer.Option(
+            "--max-bytes",
+            help="refuse an import larger than this in total, e.g. 2g "
+            "(default: SSDPREDICT_MAX_INGEST_BYTES, 1g)",
+        ),
+    ] = None,
 ) -> None:
     """Import measurements (all or nothing): fio JSON files or folders, or CSV.
 
@@ -56,9 +78,15 @@ def ingest(
     CSV metric columns (one at least): latency_mean_us, latency_p99_us, bandwidth_mib_s, iops.
 
     Sizes are bytes.  Unknown columns are refused.  One bad row rejects the whole import.
+    CSV is read in chunks: memory stays bounded whatever the file size.
     """
     sweep = ingest_paths(
-        datadir(), device, paths, device_class=device_class, metadata=parse_meta(meta or []) or None
+        datadir(),
+        device,
+        paths,
+        device_class=device_class,
+        metadata=parse_meta(meta or []) or None,
+        max_bytes=_limit(max_bytes),
     )
     files = sweep.info.get("files", [])
     if json_output:

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from service.cli.common import console, datadir, handle_errors
-from service.config import get_settings
+from service.cli.common import console, datadir, err_console, handle_errors
+from service.config import get_settings, is_loopback_host
 
 
 def token_notice(token_set: bool) -> str:
@@ -27,15 +27,34 @@ def serve(
     ] = None,
     workers: Annotated[int | None, typer.Option(min=1, max=64, help="worker processes (default 1)")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="serve on a non-loopback address without SSDPREDICT_API_TOKEN (anyone who reaches "
+            "the port can upload, retrain and activate)",
+        ),
+    ] = False,
 ) -> None:
     """Serve predictions, devices, uploads and retrain jobs over HTTP (OpenAPI docs at /docs)."""
     import uvicorn  # imported here so other commands start fast
 
     settings = get_settings()
-    home = datadir().root
     host = host or settings.host
     port = port or settings.port
     workers = workers or settings.workers
+    if settings.api_token is None and not insecure and not is_loopback_host(host):
+        # Checked before anything else happens: an exposed port without a token lets anyone
+        # replace the models, so the safe default is to not start at all.
+        err_console.print(
+            f"[bold red]error:[/] refusing to serve on {host} without an API token: anyone who reaches it "
+            "could upload, retrain and activate models; set SSDPREDICT_API_TOKEN, or pass --insecure "
+            "on a network you trust",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    home = datadir().root
     console.print(f"data directory: {home}", highlight=False, soft_wrap=True)
     console.print(token_notice(settings.api_token is not None), highlight=False, soft_wrap=True)
     console.print(

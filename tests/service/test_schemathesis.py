@@ -1,4 +1,8 @@
-"""Property-based run of schemathesis against the app's own OpenAPI schema: no 500, ever."""
+"""Property-based run of schemathesis against the app's own OpenAPI schema: no 500, ever.
+
+The upload and trace-validation endpoints also get hostile bodies: the fuzz suite's CSV,
+fio JSON and trace generators (tests/fuzz), N of each (SSDPREDICT_FUZZ_EXAMPLES).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +14,19 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from modeling.store import DataDir
 from service.api.main import create_app
 from service.config import Settings
+from tests.fuzz.conftest import FUZZ
+from tests.fuzz.test_fuzz_csv import csv_texts
+from tests.fuzz.test_fuzz_fio import values
+from tests.fuzz.test_fuzz_traces import FORMATS
 from tests.service.utils import fio_files, ingest_fio, quick_train
 
 pytestmark = pytest.mark.slow
@@ -44,3 +54,48 @@ def example_device() -> Iterator[None]:
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_server_errors(case: Any) -> None:
     case.call_and_validate(checks=[not_a_server_error, response_schema_conformance])
+
+
+uploads = schema.include(path_regex=r"^/v1/devices/\{device\}/(sweeps|validate)$")
+
+
+@uploads.parametrize()
+@FUZZ
+def test_upload_and_validate_no_server_errors(case: Any) -> None:
+    case.call_and_validate(checks=[not_a_server_error, response_schema_conformance])
+
+
+FIO_TEXT = fio_files(1)[0].read_text()
+hostile_uploads = st.one_of(
+    csv_texts().map(str.encode),
+    values.map(lambda v: FIO_TEXT.replace('"iops" :', f'"iops" : {v!r}, "x" :', 1).encode()),
+    st.binary(max_size=500),
+)
+
+
+@FUZZ
+@given(
+    hostile_uploads,
+    st.sampled_from(["m.csv", "r.json", "upload"]),
+    st.sampled_from([None, '{"a": 1}', "[" * 5000]),
+)
+def test_hostile_uploads_are_never_500(body: bytes, name: str, metadata: str | None) -> None:
+    data = {} if metadata is None else {"metadata": metadata}
+    with TestClient(APP, raise_server_exceptions=False) as client:
+        res = client.post("/v1/devices/fuzzed/sweeps", files={"file": (name, body)}, data=data)
+    assert res.status_code in (201, 413, 422), res.text
+    assert set(res.json()) == ({"error"} if res.status_code >= 400 else set(res.json()))
+
+
+@FUZZ
+@given(st.sampled_from(sorted(FORMATS)).flatmap(lambda f: st.tuples(st.just(f), FORMATS[f])), st.booleans())
+def test_hostile_traces_are_never_500(fmt_and_body: tuple[str, str | bytes], auto: bool) -> None:
+    fmt, body = fmt_and_body
+    blob = body.encode() if isinstance(body, str) else body
+    with TestClient(APP, raise_server_exceptions=False) as client:
+        res = client.post(
+            f"/v1/devices/{EXAMPLE_DEVICE}/validate",
+            files={"file": ("t.trace", blob)},
+            data={"format": "auto" if auto else fmt, "window_s": "0.5"},
+        )
+    assert res.status_code in (200, 404, 413, 422), res.text

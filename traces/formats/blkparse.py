@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from modeling.errors import TraceFormatError
+from traces.formats.fields import Locate, float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
 from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
 from traces.pairing import EventPairer, direction_key
@@ -66,7 +67,11 @@ def _bad_line(block: bytes, first_line: int, path: Path, why: str) -> TraceForma
     return TraceFormatError(f"{path}: lines {first_line}+: {why}")
 
 
-def _events(path: Path) -> Iterator[tuple[np.ndarray, ...]]:
+Events = tuple[Locate, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _events(path: Path) -> Iterator[Events]:
+    """Per block: a locator and the request events' time (s), action, rwbs, offset and size (bytes)."""
     blocks = iter_blocks(path)
     pending = next(blocks, None)
     while pending is not None:
@@ -92,35 +97,42 @@ def _events(path: Path) -> Iterator[tuple[np.ndarray, ...]]:
             )
             if (req & (sector == b"")).any():
                 raise _bad_line(block, first_line, path, "request event without 'sector + size'")
-            arr = arr[req]
+            kept = np.flatnonzero(req)
+            arr = arr[kept]
+            locate = lines_locator(block, first_line, kept)
             yield (
-                arr[:, 0].astype(np.float64),
+                locate,
+                float_field(arr[:, 0], "timestamp", path, locate),
                 arr[:, 1],
                 arr[:, 2],
-                arr[:, 3].astype(np.int64),
-                arr[:, 4].astype(np.int64),
+                int_field(arr[:, 3], "sector", path, locate, scale=SECTOR),
+                int_field(arr[:, 4], "size", path, locate, scale=SECTOR),
             )
         if cut is not None:
             return
+
+
+def _subset(locate: Locate, rows: np.ndarray) -> Locate:
+    return lambda i: locate(int(rows[i]))
 
 
 def _requests(path: Path) -> Iterator[TraceChunk]:
     pairer = EventPairer()
     t0 = 0.0  # blkparse times are already relative to the trace start
     arrival: bytes | None = None
-    for t, action, rwbs, sector, nsect in _events(path):
+    for locate, t, action, rwbs, offset, nbytes in _events(path):
         has_w = np.char.find(rwbs, b"W") >= 0
         has_r = np.char.find(rwbs, b"R") >= 0
-        rw = (has_w | has_r) & (np.char.find(rwbs, b"D") < 0) & (nsect > 0)
+        rw = (has_w | has_r) & (np.char.find(rwbs, b"D") < 0) & (nbytes > 0)
         if arrival is None:
             if (rw & (action == b"Q")).any():
                 arrival = b"Q"
             elif (rw & (action == b"D")).any():
                 arrival = b"D"
-        a = rw & (action == (arrival or b"Q"))
+        a = np.flatnonzero(rw & (action == (arrival or b"Q")))
         c = rw & (action == b"C")
-        arrivals = TraceChunk.build(t[a] - t0, has_w[a], sector[a] * SECTOR, nsect[a] * SECTOR)
-        out = pairer.feed(arrivals, t[c] - t0, direction_key(sector[c] * SECTOR, has_w[c]), nsect[c] * SECTOR)
+        arrivals = request_chunk(path, _subset(locate, a), t[a] - t0, has_w[a], offset[a], nbytes[a])
+        out = pairer.feed(arrivals, t[c] - t0, direction_key(offset[c], has_w[c]), nbytes[c])
         if len(out):
             yield out
     rest = pairer.finish()

@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 from modeling.errors import TraceFormatError
+from traces.formats.fields import int_field
 from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
 from traces.pairing import EventPairer, direction_key
 
@@ -133,6 +134,7 @@ def read_events(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarr
         buf = bytearray(block_bytes + (1 << 17))
         view = memoryview(buf)
         carry = 0  # bytes of an unfinished record kept at the start of buf
+        first_time: int | None = None
         base = 0  # file offset of buf[0]
         while True:
             got = fh.readinto(view[carry : carry + block_bytes])
@@ -155,11 +157,35 @@ def read_events(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[np.ndarr
                 if bad.any():
                     pos = base + int(starts[np.argmax(bad)])
                     raise TraceFormatError(f"{path}: corrupt blktrace record (bad magic) at byte {pos}")
-                yield hdr if dt.isnative else hdr.astype(dt.newbyteorder("="))
+                hdr = hdr if dt.isnative else hdr.astype(dt.newbyteorder("="))
+                first_time = _check_events(hdr, path, base + starts, first_time)
+                yield hdr
             del m
             carry = size - end
             buf[:carry] = buf[end:size]
             base += end
+
+
+def _check_events(hdr: np.ndarray, path: Path, offsets: np.ndarray, first_time: int | None) -> int:
+    """The shared field checks on one block of records (positions are byte offsets).
+
+    A per-CPU file is written in time order by the kernel; an event before the file's first
+    would put requests before the trace start.  Returns the file's first event time.
+    """
+
+    def locate(i: int) -> str:
+        return f"byte {int(offsets[i])}"
+
+    int_field(hdr["sector"], "sector", path, locate, scale=SECTOR)
+    times = int_field(hdr["time"], "time", path, locate)
+    start = int(times[0]) if first_time is None else first_time
+    early = times < start
+    if early.any():
+        i = int(np.argmax(early))
+        raise TraceFormatError(
+            f"{path}: {locate(i)}: event time {times[i]} ns is before the file's first event"
+        )
+    return start
 
 
 def _merge_by_time(streams: list[Iterator[np.ndarray]]) -> Iterator[np.ndarray]:

@@ -22,12 +22,14 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import TraceFormatError
+from traces.formats.fields import Locate, float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
 from traces.model import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
 
 MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
 SPC_COLUMNS = ("asu", "lba", "size", "opcode", "timestamp")
 GENERIC_REQUIRED = ("timestamp_s", "op", "offset", "size")
+GENERIC_OPTIONAL = ("latency_us", "complete_s")
 SKIPPED_OPS = frozenset({"trim", "discard", "flush", "sync", "t", "d", "f"})
 TICK = 1e-7  # Windows filetime tick, seconds
 
@@ -39,8 +41,12 @@ def _frame(
     path: Path,
     what: str,
     numeric: tuple[str, ...],
+    optional: tuple[str, ...] = (),
 ) -> pd.DataFrame:
-    """Read a block of CSV rows; any malformed row is an error naming its line."""
+    """Read a block of CSV rows; any malformed row is an error naming its line.
+
+    ``numeric`` columns must hold a number in every row, ``optional`` ones a number or nothing.
+    """
     try:
         df = pd.read_csv(
             io.BytesIO(block),
@@ -55,22 +61,21 @@ def _frame(
         )
     except (pd.errors.ParserError, ValueError) as exc:
         raise TraceFormatError(f"{path}: lines {first_line}+: not valid {what}: {exc}") from exc
-    for col in numeric:
+    for col in (*numeric, *optional):
         values = pd.to_numeric(df[col], errors="coerce")
         bad = values.isna().to_numpy()
+        if col in optional:
+            bad = bad & (df[col].fillna("").str.strip().to_numpy(dtype=str) != "")
         if bad.any():
-            i = int(np.argmax(bad))
-            text = block.decode("utf-8", "replace").split("\n")
-            lines = np.flatnonzero([bool(x.strip()) for x in text])
-            line = first_line + (int(lines[i]) if i < len(lines) else i)
+            where = lines_locator(block, first_line)(int(np.argmax(bad)))
             raise TraceFormatError(
-                f"{path}: line {line}: not valid {what}: bad or missing {col!r} (truncated or corrupt?)"
+                f"{path}: {where}: not valid {what}: bad or missing {col!r} (truncated or corrupt?)"
             )
         df[col] = values
     return df
 
 
-def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
+def _ops(series: pd.Series, locate: Locate, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
     """(keep mask, is_write) from an op column; unknown ops are an error."""
     op = series.fillna("").str.strip().str.lower().to_numpy(dtype=str)
     is_w = np.isin(op, ("w", "write"))
@@ -78,10 +83,8 @@ def _ops(series: pd.Series, first_line: int, path: Path, what: str) -> tuple[np.
     skip = np.isin(op, list(SKIPPED_OPS))
     bad = ~(is_w | is_r | skip)
     if bad.any():
-        raise TraceFormatError(
-            f"{path}: line {first_line + int(np.argmax(bad))}: unknown operation "
-            f"{op[int(np.argmax(bad))]!r} in {what}"
-        )
+        i = int(np.argmax(bad))
+        raise TraceFormatError(f"{path}: {locate(i)}: unknown operation {op[i]!r} in {what}")
     return is_w | is_r, is_w
 
 
@@ -100,16 +103,22 @@ def _msr(path: Path) -> Iterator[TraceChunk]:
             "MSR Cambridge CSV",
             ("timestamp", "disk", "offset", "size", "response_time"),
         )
-        keep, is_w = _ops(df["type"], first_line, path, "MSR Cambridge CSV")
-        ts = df["timestamp"].to_numpy(np.float64)
+        keep, is_w = _ops(df["type"], lines_locator(block, first_line), path, "MSR Cambridge CSV")
+        if not keep.any():
+            continue
+        kept = np.flatnonzero(keep)
+        locate = lines_locator(block, first_line, kept)
+        ts = float_field(df["timestamp"].to_numpy()[kept], "timestamp", path, locate)
         if t0 is None:
             t0 = float(ts[0])
-        yield TraceChunk.build(
-            ((ts - t0) * TICK)[keep],
-            is_w[keep],
-            df["offset"].to_numpy(np.int64)[keep],
-            df["size"].to_numpy(np.int64)[keep],
-            (df["response_time"].to_numpy(np.float64) * TICK)[keep],
+        yield request_chunk(
+            path,
+            locate,
+            (ts - t0) * TICK,
+            is_w[kept],
+            int_field(df["offset"].to_numpy()[kept], "offset", path, locate),
+            int_field(df["size"].to_numpy()[kept], "size", path, locate),
+            float_field(df["response_time"].to_numpy()[kept], "response time", path, locate, scale=TICK),
         )
 
 
@@ -123,15 +132,21 @@ def _spc(path: Path) -> Iterator[TraceChunk]:
         df = _frame(
             block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV", ("asu", "lba", "size", "timestamp")
         )
-        keep, is_w = _ops(df["opcode"], first_line, path, "SPC CSV")
-        ts = df["timestamp"].to_numpy(np.float64)
+        keep, is_w = _ops(df["opcode"], lines_locator(block, first_line), path, "SPC CSV")
+        if not keep.any():
+            continue
+        kept = np.flatnonzero(keep)
+        locate = lines_locator(block, first_line, kept)
+        ts = float_field(df["timestamp"].to_numpy()[kept], "timestamp", path, locate)
         if t0 is None:
             t0 = float(ts[0])
-        yield TraceChunk.build(
-            (ts - t0)[keep],
-            is_w[keep],
-            (df["lba"].to_numpy(np.int64) * SECTOR)[keep],
-            df["size"].to_numpy(np.int64)[keep],
+        yield request_chunk(
+            path,
+            locate,
+            ts - t0,
+            is_w[kept],
+            int_field(df["lba"].to_numpy()[kept], "lba", path, locate, scale=SECTOR),
+            int_field(df["size"].to_numpy()[kept], "size", path, locate),
         )
 
 
@@ -151,23 +166,30 @@ def generic_header(path: Path) -> list[str]:
 
 def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
     numeric = tuple(n for n in names if n in ("timestamp_s", "offset", "size"))
+    optional = tuple(n for n in names if n in GENERIC_OPTIONAL)
     for first_line, block in iter_blocks(path, skip_lines=1):
         if not block.strip():
             continue
-        df = _frame(block, names, first_line, path, "generic trace CSV", numeric)
-        keep, is_w = _ops(df["op"], first_line, path, "generic trace CSV")
-        t = df["timestamp_s"].to_numpy(np.float64)
+        df = _frame(block, names, first_line, path, "generic trace CSV", numeric, optional)
+        keep, is_w = _ops(df["op"], lines_locator(block, first_line), path, "generic trace CSV")
+        if not keep.any():
+            continue
+        kept = np.flatnonzero(keep)
+        locate: Locate = lines_locator(block, first_line, kept)
+        t = float_field(df["timestamp_s"].to_numpy()[kept], "timestamp_s", path, locate)
         lat = None
         if "complete_s" in names:
-            lat = pd.to_numeric(df["complete_s"], errors="coerce").to_numpy(np.float64) - t
+            lat = df["complete_s"].to_numpy(np.float64)[kept] - t
         elif "latency_us" in names:
-            lat = pd.to_numeric(df["latency_us"], errors="coerce").to_numpy(np.float64) / 1e6
-        yield TraceChunk.build(
-            t[keep],
-            is_w[keep],
-            df["offset"].to_numpy(np.int64)[keep],
-            df["size"].to_numpy(np.int64)[keep],
-            None if lat is None else lat[keep],
+            lat = df["latency_us"].to_numpy(np.float64)[kept] / 1e6
+        yield request_chunk(
+            path,
+            locate,
+            t,
+            is_w[kept],
+            int_field(df["offset"].to_numpy()[kept], "offset", path, locate),
+            int_field(df["size"].to_numpy()[kept], "size", path, locate),
+            lat,
         )
 
 

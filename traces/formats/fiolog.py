@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from modeling.errors import TraceFormatError
+from traces.formats.fields import float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
 from traces.model import Trace, TraceChunk, TraceInfo
 
@@ -57,21 +58,26 @@ def _chunks(path: Path, version: int) -> Iterator[TraceChunk]:
             continue
         arr = np.array(rows)
         action = arr[:, 2]
-        is_io = action != b""
-        num = np.zeros((len(arr), 2), dtype=np.int64)
-        num[is_io] = arr[is_io][:, 3:5].astype(np.int64)
+        keep = (action == b"read") | (action == b"write")
         if version == 3:
-            t_us = arr[:, 0].astype(np.float64)
+            t_us = float_field(arr[:, 0], "timestamp", path, lines_locator(block, first_line))
         else:
-            waits = np.where(action == b"wait", num[:, 0], 0).astype(np.float64)
+            is_wait = np.flatnonzero(action == b"wait")
+            waits = np.zeros(len(arr))
+            waits[is_wait] = float_field(
+                arr[is_wait, 3], "wait", path, lines_locator(block, first_line, is_wait)
+            )
             t_us = clock_us + np.cumsum(waits)
             clock_us = float(t_us[-1])
-        keep = (action == b"read") | (action == b"write")
         if not keep.any():
             continue
+        kept = np.flatnonzero(keep)
+        locate = lines_locator(block, first_line, kept)
+        offset = int_field(arr[kept, 3], "offset", path, locate)
+        size = int_field(arr[kept, 4], "length", path, locate)
         if t0 is None:
-            t0 = float(t_us[keep][0])
-        yield TraceChunk.build((t_us[keep] - t0) / 1e6, action[keep] == b"write", num[keep, 0], num[keep, 1])
+            t0 = float(t_us[kept[0]])
+        yield request_chunk(path, locate, (t_us[kept] - t0) / 1e6, action[kept] == b"write", offset, size)
 
 
 def read(path: Path) -> Trace:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from modeling.errors import TraceFormatError
+from traces.formats.fields import float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks, numeric_table
 from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
 
@@ -25,17 +26,22 @@ def _chunks(path: Path, unit: float, what: str) -> Iterator[TraceChunk]:
         v = numeric_table(block, first_line, 5, path=path, what=what)
         if not len(v):
             continue
+        locate = lines_locator(block, first_line)
         kind = v[:, 4]
-        if not np.isin(kind, (0.0, 1.0)).all():
-            bad = first_line + int(np.argmax(~np.isin(kind, (0.0, 1.0))))
-            raise TraceFormatError(f"{path}: line {bad}: request type must be 1 (read) or 0 (write)")
+        bad = ~np.isin(kind, (0.0, 1.0))
+        if bad.any():
+            where = locate(int(np.argmax(bad)))
+            raise TraceFormatError(f"{path}: {where}: request type must be 1 (read) or 0 (write)")
+        t = float_field(v[:, 0], "timestamp", path, locate)
         if t0 is None:
-            t0 = float(v[0, 0])
-        yield TraceChunk.build(
-            (v[:, 0] - t0) * unit,
+            t0 = float(t[0])
+        yield request_chunk(
+            path,
+            locate,
+            (t - t0) * unit,
             kind == 0.0,
-            v[:, 2].astype(np.int64) * SECTOR,
-            v[:, 3].astype(np.int64) * SECTOR,
+            int_field(v[:, 2], "sector", path, locate, scale=SECTOR),
+            int_field(v[:, 3], "size", path, locate, scale=SECTOR),
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
@@ -22,6 +23,10 @@ from service.api.schemas import (
 )
 
 router = APIRouter(prefix="/v1/devices", tags=["devices"])
+
+MAX_METADATA_BYTES = 65536
+MAX_METADATA_DEPTH = 16
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse, "description": "unknown device"}}
 
@@ -85,7 +90,7 @@ async def upload_sweep(
             description="class of a new device (default ssd); must match an existing one",
         ),
     ] = None,
-    metadata: Annotated[str | None, Form(max_length=65536, description="a JSON object")] = None,
+    metadata: Annotated[str | None, Form(max_length=MAX_METADATA_BYTES, description="a JSON object")] = None,
 ) -> SweepPublic:
     """Upload fio JSON or ingest-format CSV measurements of a device (created if new), as one sweep.
 
@@ -110,6 +115,13 @@ async def upload_sweep(
 def _metadata(text: str | None) -> dict[str, Any] | None:
     if text is None or not text.strip():
         return None
+    depth = json_depth(text)
+    if depth > MAX_METADATA_DEPTH:
+        # json.loads recurses per level: bound the nesting before parsing, not after a RecursionError.
+        raise InvalidInput(
+            f"metadata nests {depth} levels deep; at most {MAX_METADATA_DEPTH} are allowed",
+            details={"field": "metadata"},
+        )
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -119,4 +131,13 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-__all__ = ["router"]
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON text (brackets inside strings ignored)."""
+    level = deepest = 0
+    for char in "".join(re.findall(r"[\[\]{}]", _JSON_STRING.sub("", text))):
+        level += 1 if char in "[{" else -1
+        deepest = max(deepest, level)
+    return deepest
+
+
+__all__ = ["json_depth", "router"]
