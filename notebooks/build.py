@@ -72,12 +72,15 @@ def cells_of(nb: nbformat.NotebookNode) -> list[tuple[str, str, str]]:
     return [(c.cell_type, c.get("id", ""), c.source) for c in nb.cells]
 
 
-def execute(name: str, env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+def execute(
+    name: str, env: dict[str, str] | None = None, *, timeout_s: int = EXECUTE_TIMEOUT_S
+) -> nbformat.NotebookNode:
     """The notebook built from its source and run top to bottom in a fresh kernel.
 
     ``env`` is the kernel's environment (default: this process's, without any
     ``SSDPREDICT_*`` variable, plus :data:`EXECUTE_ENV` and a new temporary data
-    directory).  Local paths in the outputs are replaced by placeholders.
+    directory); ``timeout_s`` bounds each cell.  Local paths in the outputs are replaced
+    by placeholders.
     """
     from nbclient import NotebookClient  # only needed to execute
 
@@ -88,7 +91,7 @@ def execute(name: str, env: dict[str, str] | None = None) -> nbformat.NotebookNo
         env.pop("MPLBACKEND", None)  # a non-interactive backend would swallow the figures
         env.update({**EXECUTE_ENV, "SSDPREDICT_HOME": home})
     nb = build_notebook(name)
-    client = NotebookClient(nb, timeout=EXECUTE_TIMEOUT_S, kernel_name=KERNELSPEC["name"],
+    client = NotebookClient(nb, timeout=timeout_s, kernel_name=KERNELSPEC["name"],
                             resources={"metadata": {"path": str(HERE)}})
     client.execute(env=env)  # raises CellExecutionError naming the failing cell
     places = {str(HERE.parent): "<repo>", **({home: "<data directory>"} if home else {})}

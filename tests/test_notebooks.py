@@ -37,7 +37,8 @@ def _kernel_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _execute(name: str, env: dict[str, str]) -> nbformat.NotebookNode:
-    return _build_module().execute(name, env)  # raises CellExecutionError naming the failing cell
+    # raises CellExecutionError naming the failing cell
+    return _build_module().execute(name, env, timeout_s=300)
 
 
 def _outputs(nb: nbformat.NotebookNode) -> list[dict]:
