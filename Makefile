@@ -19,11 +19,12 @@ IMAGE      ?= ssdpredict:latest
 # A PEM file to trust during the build, for a TLS-inspecting proxy between Docker and PyPI.
 CA_CERT    ?=
 
-.PHONY: run test bootstrap system-deps venv lint typecheck bench lock docker docker-smoke clean help
+.PHONY: run test test-browser bootstrap system-deps venv lint typecheck bench lock docker docker-smoke clean help
 
 help:
 	@echo "make run   - sweep the local scratch file, train, report accuracy, serve on 127.0.0.1:8000"
 	@echo "make test  - run the whole test suite"
+	@echo "make test-browser - install chromium, render the HTML report in it and check the screenshot"
 	@echo "make docker [BASE_IMAGE=...] - build the image; make docker-smoke - build, run and smoke-test it"
 	@echo "make lock  - rewrite $(CONSTRAINTS) from the virtualenv"
 	@echo "make lint / typecheck / bench / clean"
@@ -33,6 +34,15 @@ run: bootstrap
 
 test: bootstrap
 	$(BIN)/python -m pytest -q -n auto
+
+# Chromium is about 350 MB installed, more than the rest of the test tools together, so
+# `make test` does not install it: there the browser test runs if chromium is present
+# and is skipped (with the reason) if not.  This target installs it and runs that test.
+test-browser: bootstrap
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium from apt"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	$(BIN)/python -m pytest -q -m browser
 
 bootstrap: system-deps venv
 

@@ -11,6 +11,7 @@ mean relative error per metric is printed, beside the replay's rate drift.
 
     .venv/bin/python bench/traces.py                      # throughput only
     .venv/bin/python bench/traces.py --device local --home ~/.local/share/ssdpredict
+    .venv/bin/python bench/traces.py --reference --skip-throughput   # open-loop, zram (trace_reference.py)
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ def validation(device: str, home: Path, traces: list[Path], window_s: float) -> 
         )
         rp = report.replay or {}
         errs = "  ".join(
-            f"{m}={e['mre'] * 100:.1f}%" if e["mre"] is not None else f"{m}=n/a"
+            f"{m}={e['unsaturated']['mre'] * 100:.1f}%" if e["unsaturated"]["mre"] is not None else f"{m}=n/a"
             for m, e in report.summary["errors"].items()
         )
         print(
@@ -244,10 +245,19 @@ def main() -> None:
     ap.add_argument("--home", type=Path)
     ap.add_argument("--window", type=float, default=1.0, help="validation window, seconds")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--reference", action="store_true",
+                    help="open-loop validation on a fresh zram reference device (bench/trace_reference.py)")
+    ap.add_argument("--quick", action="store_true", help="with --reference: the short version (~4 min)")
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-trace-reference",
+                    help="with --reference: where the synthetic traces and results go")
     args = ap.parse_args()
     if not args.skip_throughput:
         with tempfile.TemporaryDirectory(prefix="bench-traces-") as tmp:
             throughput(args.requests, args.text_requests, Path(tmp))
+    if args.reference:
+        from trace_reference import run
+
+        run(args.quick, args.out)
     if args.device:
         if args.home is None:
             ap.error("--device needs --home")

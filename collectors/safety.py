@@ -1,16 +1,21 @@
 """Refuse to write to a target that may hold someone's data.
 
-A sweep writes to its target.  On a regular file that is harmless (the file is ours, or
-created at the requested size).  On a block device it destroys whatever is there, so a
-block device is refused when it is mounted, used as swap, held by another device (md,
-LVM, dm-crypt), has partitions, or carries a filesystem / partition-table / RAID
-signature -- unless the caller passes ``destroy_data=True``.  Signatures are found with
+A sweep writes to its target.  A regular file is written only when the sweep creates it,
+when it is empty, or when it is the product's own scratch file (the caller says which
+files those are, see :mod:`modeling.store.scratch`); any other existing file is
+refused.  A scratch file is created or grown only when it fits in the free space of its
+filesystem (with a reserve), and a failed creation leaves nothing behind.  On a block
+device a sweep destroys whatever is there, so a block device is refused when it is
+mounted, used as swap, held by another device (md, LVM, dm-crypt), has partitions, or
+carries a filesystem / partition-table / RAID signature.  Both refusals are lifted by
+``destroy_data=True`` (``--destroy-data``).  Signatures are found with
 ``blkid -p`` (low-level probe, not the cache) and, independently, by reading the magic
 bytes of the common formats, so a missing ``blkid`` does not weaken the check.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -19,9 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from modeling.errors import InvalidInput, UnsafeTarget
+from modeling.errors import InvalidInput, NoSpace, UnsafeTarget
 
 CHUNK = 1024 * 1024
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+# Free space a scratch file must leave on its filesystem: a full root filesystem breaks
+# the machine (logs, package manager, the catalog itself).
+RESERVE_BYTES = GIB
+RESERVE_FRACTION = 0.05
 
 # (offset, magic bytes, what it is)
 MAGICS: tuple[tuple[int, bytes, str], ...] = (
@@ -53,33 +64,64 @@ class TargetInfo:
 
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]
+Owned = Callable[[Path, os.stat_result], bool]
+
+
+def _never(path: Path, st: os.stat_result) -> bool:
+    return False
 
 
 def _refuse(path: str, reasons: list[str]) -> UnsafeTarget:
     return UnsafeTarget(
-        f"refusing to write to {path}: it {'; it '.join(reasons)}. A sweep overwrites the device; "
+        f"refusing to write to {path}: it {'; it '.join(reasons)}. A sweep overwrites its target; "
         "if its data may be destroyed, run again with --destroy-data",
         details={"target": path, "reasons": reasons},
     )
 
 
-def check_target(path: str | Path, destroy_data: bool = False, *, sys_root: Path = Path("/sys"),
-                 proc_root: Path = Path("/proc"), run: Runner = subprocess.run) -> TargetInfo:
-    """Check that a sweep may write to ``path``; raise ``UnsafeTarget`` saying why not."""
+def check_target(path: str | Path, destroy_data: bool = False, *, owned: Owned = _never,
+                 sys_root: Path = Path("/sys"), proc_root: Path = Path("/proc"),
+                 run: Runner = subprocess.run) -> TargetInfo:
+    """Check that a sweep may write to ``path``; raise ``UnsafeTarget`` saying why not.
+
+    ``owned(path, stat)`` says whether an existing regular file is the product's own
+    scratch file.
+    """
     text = str(path)
     if not text or "\n" in text:
         raise InvalidInput("the target must be a path")
+    try:
+        return _check(text, destroy_data, owned, sys_root, proc_root, run)
+    except PermissionError as exc:
+        raise UnsafeTarget(
+            f"cannot open {text}: permission denied; a sweep needs read and write access to its "
+            "target (run as a user who may write it)",
+            details={"target": text, "reasons": [f"permission denied: {exc.strerror}"]},
+        ) from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot use target {text}: {exc.strerror or exc}") from None
+
+
+def _check(text: str, destroy_data: bool, owned: Owned, sys_root: Path, proc_root: Path,
+           run: Runner) -> TargetInfo:
     real = Path(os.path.realpath(text))
     if not real.exists():
         if real.parts[:2] == ("/", "dev"):
             # a mistyped device name must not become a regular file in /dev (RAM)
             raise InvalidInput(f"target {text} does not exist")
         return TargetInfo(str(real), "file", 0, {"exists": "no"})
-    mode = real.stat().st_mode
-    if stat.S_ISREG(mode):
-        return TargetInfo(str(real), "file", real.stat().st_size)
-    if not stat.S_ISBLK(mode):
+    st = real.stat()
+    if stat.S_ISREG(st.st_mode):
+        if st.st_size == 0 or owned(real, st):
+            return TargetInfo(str(real), "file", st.st_size)
+        if not destroy_data:
+            raise _refuse(text, [f"is an existing file of {st.st_size} bytes that ssdpredict did not "
+                                 "create as its scratch file"])
+        return TargetInfo(str(real), "file", st.st_size, {"warnings": "overwriting an existing file"})
+    if not stat.S_ISBLK(st.st_mode):
         raise InvalidInput(f"target {text} is neither a regular file nor a block device")
+    with open(real, "rb+"):  # fail now, as a domain error, when we may not write it
+        pass
     reasons = block_device_problems(real, sys_root=sys_root, proc_root=proc_root, run=run)
     if reasons and not destroy_data:
         raise _refuse(text, reasons)
@@ -168,23 +210,68 @@ def _block_size(dev: Path) -> int:
         return fh.seek(0, os.SEEK_END)
 
 
-def prepare_file(path: str | Path, size: int) -> None:
-    """Create (or grow) a regular file to ``size`` bytes of real data.
+def prepare_file(path: str | Path, size: int, *, created: Callable[[Path], None] | None = None,
+                 removed: Callable[[Path], None] | None = None) -> None:
+    """Create (or grow) a regular file to ``size`` bytes of real data, if it fits.
 
     Real data rather than a sparse file: reads of holes return zeros without touching the
-    disk, and would measure nothing.
+    disk, and would measure nothing.  Raises ``NoSpace`` (with the numbers) before writing
+    when the growth would not leave the filesystem's reserve free.  On any failure a file
+    created here is removed, and a grown one is cut back to its old size.  ``created`` is
+    called with the new (still empty) file, so it can be recorded as the product's own;
+    ``removed`` when it is removed again.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     current = target.stat().st_size if target.exists() else 0
     if current >= size:
         return
-    block = os.urandom(CHUNK)
-    with open(target, "ab") as fh:
+    check_free_space(target.parent, size - current, what=str(target), size=size)
+    new = not target.exists()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if new else 0), 0o644)
+    try:
+        if new and created is not None:
+            created(target)
+        block = os.urandom(CHUNK)
+        os.lseek(fd, current, os.SEEK_SET)
         remaining = size - current
         while remaining > 0:
-            n = min(CHUNK, remaining)
-            fh.write(block[:n])
-            remaining -= n
-        fh.flush()
-        os.fsync(fh.fileno())
+            remaining -= os.write(fd, block[:min(CHUNK, remaining)])
+        os.fsync(fd)
+    except BaseException as exc:
+        os.close(fd)
+        fd = -1
+        if new:
+            target.unlink(missing_ok=True)
+            if removed is not None:
+                removed(target)
+        else:
+            os.truncate(target, current)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise NoSpace(f"could not write {target} to {_human(size)}: {exc.strerror}; "
+                          f"{'it was removed' if new else 'it was cut back to its old size'}") from None
+        raise
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def check_free_space(folder: Path, needed: int, *, what: str, size: int) -> None:
+    """Raise ``NoSpace`` unless ``needed`` bytes fit in ``folder``'s filesystem beside its reserve."""
+    fs = os.statvfs(folder)
+    free = fs.f_bavail * fs.f_frsize
+    reserve = min(RESERVE_BYTES, int(RESERVE_FRACTION * fs.f_blocks * fs.f_frsize))
+    if needed > free - reserve:
+        raise NoSpace(
+            f"refusing to create {what} at {_human(size)}: it needs {_human(needed)} more and its "
+            f"filesystem has {_human(free)} free, of which {_human(reserve)} is kept free; "
+            "use a smaller --size or another place",
+            details={"target": what, "needed_bytes": needed, "free_bytes": free, "reserve_bytes": reserve},
+        )
+
+
+def _human(n: int) -> str:
+    for unit, mult in (("TiB", 1024 * GIB), ("GiB", GIB), ("MiB", MIB)):
+        if n >= mult:
+            return f"{n / mult:.1f} {unit}"
+    return f"{n} bytes"

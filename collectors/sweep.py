@@ -30,7 +30,8 @@ from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summar
 from collectors.safety import check_target, prepare_file
 from collectors.sweep_settings import SweepSettings
 from modeling.errors import UnsafeTarget
-from modeling.store import DataDir, Sweep
+from modeling.store import Catalog, DataDir, Sweep
+from modeling.store.scratch import forget_scratch_file, is_scratch_file, record_scratch_file
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
@@ -64,12 +65,15 @@ def sweep_plan(datadir: DataDir, device: str, device_class: str, *, kind: str | 
 def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings, *,
               metadata: dict[str, Any] | None = None, progress: Progress | None = None,
               runner: Runner | None = None, commands: Callable[..., Any] | None = None,
-              sysfs_root: Path = Path("/sys")) -> Sweep:
+              sysfs_root: Path = Path("/sys"), wait: bool = False,
+              on_wait: Callable[[str], None] | None = None) -> Sweep:
     """Measure every point of ``plan`` on ``settings.target`` and store it; resumable.
 
     ``runner`` runs one fio job (default: :func:`~collectors.fio.runner.run_fio` with the
     configured binary).  ``commands`` (default ``subprocess.run``) and ``sysfs_root`` are
-    where device commands (``nvme connect``, ``mdadm``) and sysfs reads go.
+    where device commands (``nvme connect``, ``mdadm``) and sysfs reads go.  The device's
+    writer lock is held throughout: another writer of the device raises ``DeviceBusy``
+    (or, with ``wait``, is waited for).
     """
     device_io: dict[str, Any] = {"sysfs_root": sysfs_root, "run": commands or subprocess.run}
     if runner is None:
@@ -78,6 +82,8 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
     catalog = datadir.catalog
     key = sweep_key(device, plan, settings)
     with ExitStack() as stack:
+        stack.enter_context(datadir.device_lock(device, "sweep", wait=wait, on_wait=on_wait,
+                                                detail=f"plan {plan.name}"))
         if settings.nvmeof is not None:
             if settings.engine == "spdk":
                 # SPDK reaches the namespace from user space: no kernel block device to attach
@@ -86,13 +92,16 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
                 target = str(stack.enter_context(nvmeof.attached(settings.nvmeof, **device_io)))
             settings = settings.model_copy(update={"target": target})
         meta = {**pointmod.class_metadata(settings, **device_io), **(metadata or {})}
-        catalog.ensure_device(device, settings.device_class, metadata=meta)
-        done = catalog.find_complete_sweep(device, key)
+        known = catalog.has_device(device)
+        done = catalog.find_complete_sweep(device, key) if known else None
         if done is not None:
+            catalog.ensure_device(device, settings.device_class, metadata=meta)
             if progress and plan.points:
                 progress(done.n_points, done.n_planned, plan.points[-1])
             return done
-        job = _prepare(settings, runner)
+        job = _prepare(settings, runner, catalog)
+        # only now, with a target that may be written, does the device enter the catalog
+        catalog.ensure_device(device, settings.device_class, metadata=meta)
         sweep = catalog.find_resumable_sweep(device, key)
         if sweep is None:
             info = _sweep_info(settings, job, plan)
@@ -112,7 +121,7 @@ def _fio_runner(binary: str | None) -> Runner:
     return run_fio if binary is None else functools.partial(run_fio, binary=binary)
 
 
-def _prepare(settings: SweepSettings, runner: Runner) -> JobSettings:
+def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSettings:
     """Check the target is safe, create a file target, choose the engine."""
     size, offset = settings.size_bytes, settings.offset_bytes
     target = settings.target
@@ -127,10 +136,13 @@ def _prepare(settings: SweepSettings, runner: Runner) -> JobSettings:
                 "with --destroy-data"
             )
     elif remote is None:
-        info = check_target(target, settings.destroy_data)
+        info = check_target(target, settings.destroy_data,
+                            owned=lambda path, st: is_scratch_file(catalog, path, st))
         target = info.path
         if info.kind == "file":
-            prepare_file(target, size + offset)
+            prepare_file(target, size + offset,
+                         created=lambda path: record_scratch_file(catalog, path),
+                         removed=lambda path: forget_scratch_file(catalog, path))
         else:
             size = min(size, info.size - offset)
     elif target.startswith("/dev/") and not settings.destroy_data:

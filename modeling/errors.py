@@ -128,3 +128,29 @@ class DeviceUnavailable(SsdPredictError):
 
     kind = "unavailable"
     code = "device_unavailable"
+
+
+class CatalogCorrupt(SsdPredictError):
+    """The SQLite catalog is damaged (or lost while measurements and models remain)."""
+
+    kind = "unavailable"
+    code = "catalog_corrupt"
+
+
+class SchemaTooNew(SsdPredictError):
+    """The catalog was written by a newer ssdpredict, with a schema this one does not know."""
+
+    kind = "unavailable"
+    code = "schema_too_new"
+
+
+class DeviceBusy(Conflict):
+    """Another writer (sweep, ingest, train, delete) holds the device."""
+
+    code = "device_busy"
+
+
+class NoSpace(InvalidInput):
+    """A scratch file would not fit in the free space of its filesystem."""
+
+    code = "no_space"

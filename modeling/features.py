@@ -12,12 +12,12 @@ Everything works on the plain ``(n, 9)`` workload matrix of
 
 from __future__ import annotations
 
-import math
 from typing import Final
 
 import numpy as np
 
 from modeling.errors import InvalidInput
+from modeling.one_row import features_row
 from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
@@ -64,7 +64,7 @@ def compute_features(w: np.ndarray, feature_set: str) -> np.ndarray:
     if feature_set not in FEATURE_NAMES:
         raise ValueError(f"unknown feature set {feature_set!r}; use one of {FEATURE_SETS}")
     if w.shape[0] == 1:
-        return _features_of_one(w[0].tolist(), feature_set)
+        return features_row(w[0].tolist(), feature_set)
     c = _IDX
     cols = [
         w[:, c["write_ratio"]],
@@ -83,23 +83,3 @@ def compute_features(w: np.ndarray, feature_set: str) -> np.ndarray:
             np.log2(mean_request_size(w)),
         ]
     return np.ascontiguousarray(np.column_stack(cols), dtype=np.float32)
-
-
-def _features_of_one(row: list[float], feature_set: str) -> np.ndarray:
-    """:func:`compute_features` of one workload in plain floats: a served prediction is
-    one workload, and a dozen numpy calls on length-1 columns cost more than the model."""
-    c = _IDX
-    wr, qd, size = row[c["write_ratio"]], row[c["queue_depth"]], row[c["request_size"]]
-    out = [wr, math.log2(qd), math.log2(size), row[c["randomness"]]]
-    if feature_set == "extended":
-        nj, rs, ws = row[c["numjobs"]], row[c["read_size"]], row[c["write_size"]]
-        out += [
-            math.log2(nj),
-            math.log2(qd * nj),
-            math.log2(rs),
-            math.log2(ws),
-            row[c["read_randomness"]],
-            row[c["write_randomness"]],
-            math.log2((1.0 - wr) * rs + wr * ws),
-        ]
-    return np.array([out], dtype=np.float32)

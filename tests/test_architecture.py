@@ -4,12 +4,14 @@ Walks every module of the four packages with ``ast`` (function-local imports inc
 since a cycle hidden behind one is still a cycle) and checks the graph against the map
 in the README's Layout section:
 
-* ``modeling`` core (``errors``, ``workload``, ``workload_matrix``, ``features``,
-  ``store``) imports nothing else of modeling;
+* ``modeling`` core (``errors``, ``workload``, ``workload_matrix``, ``one_row``,
+  ``features``, ``store``) imports nothing else of modeling;
 * ``modeling.estimators`` imports only the core;
 * ``modeling.serving`` imports the core and estimators, never training;
 * ``modeling.training`` imports the core, estimators and serving (it builds the
   ``DeviceModel`` that serving answers with);
+* ``modeling.reporting`` imports all of modeling (it refits the served model's
+  configuration out of fold and draws the report); only ``service`` imports it;
 * ``collectors`` may import modeling, never service or traces;
 * ``traces`` may import modeling and collectors, never service;
 * only ``service`` imports the web and CLI libraries, and nothing else imports service.
@@ -29,10 +31,11 @@ CORE = (
     "modeling.errors",
     "modeling.workload",
     "modeling.workload_matrix",
+    "modeling.one_row",
     "modeling.features",
     "modeling.store",
 )
-ROOMS = ("modeling.estimators", "modeling.serving", "modeling.training")
+ROOMS = ("modeling.estimators", "modeling.serving", "modeling.training", "modeling.reporting")
 
 
 def _module_name(path: Path) -> str:
@@ -102,9 +105,10 @@ ALLOWED: dict[str, set[str]] = {
     "modeling.estimators": {"modeling.core", "modeling.estimators"},
     "modeling.serving": {"modeling.core", "modeling.estimators", "modeling.serving"},
     "modeling.training": _MODELING,
+    "modeling.reporting": {*_MODELING, "modeling.reporting"},
     "collectors": {"collectors", *_MODELING},
     "traces": {"traces", "collectors", *_MODELING},
-    "service": {"service", "traces", "collectors", *_MODELING},
+    "service": {"service", "traces", "collectors", *_MODELING, "modeling.reporting"},
 }
 
 

@@ -19,6 +19,10 @@ Per window (``window_s`` seconds of arrival time, or ``window_requests`` request
 * ``numjobs`` -- 1: a block trace cannot tell submitters apart, so all outstanding I/O is
   attributed to one job's queue depth
 
+``arrival_cv2`` -- burstiness: the squared coefficient of variation of the window's
+inter-arrival times (1 for Poisson arrivals, 0 for regular ones, more for bursts); NaN
+with fewer than three requests.
+
 Measured columns: ``iops`` and ``bandwidth_mib_s`` (the trace's own rate, i.e. offered
 load) always; ``latency_mean_us`` and ``latency_p99_us`` where the trace has latency.
 Windows without requests are skipped; the last window ends at the last arrival.
@@ -36,11 +40,11 @@ import pandas as pd
 from modeling.errors import InvalidInput, NoData
 from modeling.workload import MIB, WORKLOAD_FIELDS
 from traces.model import TraceChunk, TraceInfo
-from traces.stats import BURST_GAP_S, HIST_EDGES, Totals, group_p99, round_size, seq_flags
+from traces.stats import BURST_GAP_S, HIST_EDGES, Totals, arrival_cv2, group_p99, round_size, seq_flags
 
 WINDOW_COLUMNS = ("window_start_s", "window_end_s", "requests")
 MEASURED = ("iops", "bandwidth_mib_s", "latency_mean_us", "latency_p99_us")
-EXTRA = ("queue_depth_raw", "qd_method")
+EXTRA = ("queue_depth_raw", "qd_method", "arrival_cv2")
 
 
 class Characterizer:
@@ -181,6 +185,7 @@ class Characterizer:
                     "latency_p99_us": group_p99(g, lat, k) * 1e6,
                     "queue_depth_raw": qd,
                     "qd_method": self.method,
+                    "arrival_cv2": arrival_cv2(c.time_s, g, k),
                 }
             )
         self._rows.append(rows)
@@ -249,6 +254,16 @@ class Characterizer:
         if not self.acc.n:
             raise NoData(f"{', '.join(self.info.paths) or 'trace'}: no read or write requests in the trace")
         windows = pd.concat(self._rows, ignore_index=True)
+        if self.acc.lat_n and self.acc.lat_sum <= 0:
+            # Response times that are all zero (an MSR field left empty, a capture without
+            # completions) carry no latency: not "measured latency 0".
+            self.info.latency_source = None
+            self.acc.lat_n, self.acc.lat_sum = 0, 0.0
+            windows["latency_mean_us"] = np.nan
+            windows["latency_p99_us"] = np.nan
+            windows["queue_depth_raw"] = np.nan
+            windows["qd_method"] = "none"
+            self.method = "none"
         return Characterization(self.info, windows, self._summary(windows))
 
     def _summary(self, windows: pd.DataFrame) -> dict[str, Any]:

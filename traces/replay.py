@@ -1,29 +1,54 @@
 """Replay a trace on a target with fio and measure it per window.
 
 The trace's requests are remapped into the target (``offset mod usable size``, aligned
-down to 4096 bytes, or 512 when the trace has sizes that are not multiples of 4096; sizes
-rounded up to 512) and dealt round-robin to *lanes*, one fio job each, replaying its own
-iolog version 3 (timestamps in microseconds, divided by ``speed``) with ``direct=1`` and
-the synchronous ``psync`` engine, logging every I/O (``write_lat_log`` + ``log_offset``).
+down to the target's logical block size -- 4 KiB on zram -- and to 4096 bytes when all
+the trace's sizes allow it, else 512; sizes rounded up to the same alignment) and dealt
+round-robin to *lanes*, one fio job each, replaying its own iolog version 3 (timestamps in
+microseconds, divided by ``speed``) with ``direct=1`` and the synchronous ``psync``
+engine, logging every I/O (``write_lat_log`` + ``log_offset``).
 
 Why lanes of synchronous I/O: fio sleeps between timed iolog entries without reaping
 completions, so with an asynchronous engine and iodepth > 1 every I/O's completion latency
 would include those sleeps (measured here: 26 ms instead of 25 us for 4 KiB reads).  A
 synchronous job measures each I/O exactly; concurrency comes from the lanes.  The number
-of lanes is the trace's maximum number of requests in flight when it has latencies (at
-most 64), else 16; a lane whose previous I/O is still running delays its next one, which
-shows up as rate drift.  fio applies no delay before the first I/O of an iolog, so every
-timestamp is shifted by 1 ms.
+of lanes is the trace's maximum number of requests in flight when it has latencies, and
+at least 16 (at most 64).  A lane whose previous I/O is still running delays its next
+one, which shows up as rate drift.  fio applies no delay before the first I/O of an
+iolog, whatever its timestamp, so each lane's log starts with a 4 KiB read at time 1 us (left
+out of the results) and the trace's timestamps follow, shifted by 1 ms: otherwise a lane
+whose first request comes late in the trace would run early by that much.
 
-Per window (on the trace's time axis) latency mean and p99 are over the window's requests,
-IOPS and bandwidth count the completions within the window's replay time.  The replay's
-request rate is compared with the trace's; a drift above 2 % is reported as a warning.
+Timing: fio waits for each iolog entry *relative to the previous issue*, so a lane that
+is late once stays late, and on a busy machine every wake-up from a sleep is late.
+Measured on this 2-core machine under a load average of 15: 200 entries 1 ms apart took
+0.66 s on one lane and 9.2 s on 16 fio threads.  So lanes are processes, not threads
+(threads serialise: 2.9 s instead of 9.2 s), and fio runs at real-time priority
+(``chrt --fifo``) when the process may (root): 0.20 s on 1 lane, 0.20 s on 16.  Without
+it the replay says so in a warning.
+
+Per window (on the trace's time axis) latency mean and p99 are over the window's requests:
+fio's per-I/O latency, plus, where the window's requests were issued on average more than
+:data:`LATE_RESOLVED_US` later than the window's least-late ones (fio's log has
+millisecond timestamps, so less is not resolved), each request's wait before issue: the
+time it queued for a lane or a CPU, which an application would have seen too
+(``latency_includes_wait``; ``lateness_mean_us`` is the mean issue delay).
+
+The replay's rate is counted over each window's own span: the
+window's requests took ``replay_span`` to issue where the trace took ``trace_span``, so
+``window_drift = trace_span / replay_span - 1`` and the served IOPS and bandwidth are the
+trace's offered ones times ``1 + window_drift``.  A window whose replay fell behind by
+more than :data:`SATURATION_DRIFT` is ``measured_saturated``.  Windows with fewer than
+:data:`MIN_SPAN_REQUESTS` requests or a span under 100 ms have no drift: fio's log has
+millisecond timestamps, and the lanes' start times differ by a few milliseconds (each
+lane's iolog clock starts with its own process), so a shorter span cannot resolve 5 %.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +57,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from collectors.fio.runner import run_fio
+from collectors.devices.reference import logical_block_size
+from collectors.fio.runner import fio_binary
 from collectors.safety import check_target
-from modeling.errors import InvalidInput, NoData
+from modeling.errors import FioError, InvalidInput, NoData
 from modeling.workload import MIB
 from traces.model import Trace, TraceChunk
 from traces.reader import open_trace
@@ -44,6 +70,11 @@ SHIFT_US = 1000
 DEFAULT_SIZE = 256 * MIB
 DEFAULT_LANES = 16
 MAX_LANES = 64
+SATURATION_DRIFT = 0.05
+MIN_SPAN_REQUESTS = 20
+MIN_SPAN_S = 0.1
+RT_PRIORITY = "20"
+LATE_RESOLVED_US = 1000.0
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+\-]+$")
 
 
@@ -133,18 +164,23 @@ def load_requests(trace: Trace, max_requests: int | None = None) -> TraceChunk:
 def max_outstanding(c: TraceChunk) -> int | None:
     """Most requests ever in flight at once, when the trace has latencies."""
     ok = ~np.isnan(c.latency_s)
-    if not ok.any():
-        return None
+    if not ok.any() or not np.any(c.latency_s[ok] > 0):
+        return None  # all-zero response times carry no latency: they cannot size the replay
     t = np.concatenate([c.time_s[ok], c.time_s[ok] + c.latency_s[ok]])
     step = np.concatenate([np.ones(ok.sum(), np.int64), -np.ones(ok.sum(), np.int64)])
     order = np.lexsort((step, t))  # a completion at the same instant goes first
     return int(np.cumsum(step[order]).max())
 
 
-def remap(c: TraceChunk, target_size: int) -> TraceChunk:
-    """Fit offsets into the target (offset mod usable size), aligned; sizes rounded up to 512."""
+def remap(c: TraceChunk, target_size: int, block: int = 512) -> TraceChunk:
+    """Fit offsets into the target (offset mod usable size), aligned to at least ``block``.
+
+    Sizes are rounded up to the alignment: direct I/O on a device with 4 KiB logical
+    sectors (zram) refuses anything smaller ("Invalid argument").
+    """
     size = ((c.size + 511) // 512) * 512
-    align = 4096 if not np.any(size % 4096) else 512
+    align = max(block, 4096 if not np.any(size % 4096) else 512)
+    size = (size + align - 1) // align * align
     keep = size <= target_size
     c, size = c.take(keep), size[keep]
     usable = max(target_size - int(size.max()), align)
@@ -153,14 +189,29 @@ def remap(c: TraceChunk, target_size: int) -> TraceChunk:
 
 
 def write_iolog(
-    c: TraceChunk, target: str, out: Path, *, speed: float = 1.0, t0: float | None = None
+    c: TraceChunk,
+    target: str,
+    out: Path,
+    *,
+    speed: float = 1.0,
+    t0: float | None = None,
+    lead_in: int | None = None,
 ) -> None:
-    """Write requests as a fio v3 iolog (timestamps in us from ``t0``, divided by ``speed``)."""
+    """Write requests as a fio v3 iolog (timestamps in us from ``t0``, divided by ``speed``).
+
+    ``lead_in`` (bytes) starts the log with a read of that size at offset 0 and time 1 us:
+    fio issues a log's first entry at once, whatever its timestamp, so without it a lane
+    whose first request comes late in the trace would run early by that much.
+    """
     start = c.time_s[0] if t0 is None else t0
     t_us = np.round((c.time_s - start) * 1e6 / speed).astype(np.int64) + SHIFT_US
     op = np.where(c.is_write, "write", "read")
     with open(out, "w") as fh:
         fh.write(f"fio version 3 iolog\n0 {target} add\n0 {target} open\n")
+        if lead_in:
+            # at 1 us, not 0: fio takes a timestamp of 0 as "no previous entry" and would not
+            # delay the next one either
+            fh.write(f"1 {target} read 0 {lead_in}\n")
         fh.writelines(
             f"{t} {target} {o} {a} {s}\n"
             for t, o, a, s in zip(t_us.tolist(), op.tolist(), c.offset.tolist(), c.size.tolist(), strict=True)
@@ -179,34 +230,82 @@ def read_lat_log(path: Path) -> pd.DataFrame:
 def replay_windows(
     log: pd.DataFrame, trace_time_s: np.ndarray, window_s: float, speed: float
 ) -> pd.DataFrame:
-    """Per-window measured metrics on the trace's time axis.
+    """Per-window measured metrics on the trace's time axis (see the module docstring).
 
     ``trace_time_s[i]`` is the trace arrival time of the request of ``log`` row i: latency
-    is attributed to the window of the trace request, whatever the replay's
-    timing drift; IOPS and bandwidth count completions within the window's replay time.
+    is attributed to the window of the trace request, whatever the replay's timing drift.
     """
     lat_us = log["lat_ns"].to_numpy(np.float64) / 1e3
-    wid_req = np.floor(trace_time_s / window_s).astype(np.int64)
-    done_s = (log["time_ms"].to_numpy(np.float64) / 1e3 - SHIFT_US / 1e6) * speed
-    wid_done = np.floor(np.maximum(done_s, 0.0) / window_s).astype(np.int64)
+    # fio logs whole milliseconds (floored): half a millisecond back makes the mean unbiased
+    done_s = (log["time_ms"].to_numpy(np.float64) + 0.5) / 1e3
+    issue_s = (done_s - log["lat_ns"].to_numpy(np.float64) / 1e9) * speed
+    late_us = (issue_s - (trace_time_s - trace_time_s.min() + SHIFT_US / 1e6 * speed)) / speed * 1e6
+    wid = np.floor(trace_time_s / window_s).astype(np.int64)
     size = log["bs"].to_numpy(np.float64)
-    dur = window_s / speed
+    t_last = float(trace_time_s.max())
     rows = []
-    for k in np.unique(wid_req):
-        sel = wid_req == k
-        done = wid_done == k
-        lat = np.sort(lat_us[sel])
+    for k in np.unique(wid):
+        sel = wid == k
+        n = int(sel.sum())
+        late = float(np.mean(late_us[sel]))
+        # A request that waited for a lane (or, at real-time priority, for a CPU) before fio
+        # issued it waited outside fio's latency: add the wait where the log resolves it.
+        # The wait is measured from the window's least-late requests, not from zero: fio's
+        # sleeps overshoot a little each time and the lanes' clocks drift apart by about a
+        # millisecond per second, which is no queueing.
+        wait = np.maximum(late_us[sel] - np.percentile(late_us[sel], 5), 0.0)
+        waited = float(wait.mean()) > LATE_RESOLVED_US
+        lat = np.sort(lat_us[sel] + (wait if waited else 0.0))
+        t = trace_time_s[sel]
+        trace_span = float(t.max() - t.min())
+        replay_span = float(issue_s[sel].max() - issue_s[sel].min())
+        drift = np.nan
+        if n >= MIN_SPAN_REQUESTS and trace_span >= MIN_SPAN_S and replay_span > 0:
+            drift = trace_span / replay_span - 1
+        # as the characterisation counts it: the trace's last window ends at its last arrival
+        dur = min(float(window_s), t_last - k * float(window_s)) if k == wid.max() else float(window_s)
+        dur = dur if dur > 0 else float(window_s)
+        served = 1 + drift if np.isfinite(drift) else np.nan
         rows.append(
             {
                 "window_start_s": round(k * float(window_s), 9),
-                "replay_requests": int(sel.sum()),
-                "iops": done.sum() / dur,
-                "bandwidth_mib_s": size[done].sum() / dur / MIB,
+                "replay_requests": n,
+                "window_drift": drift,
+                "lateness_mean_us": late,
+                "latency_includes_wait": waited,
+                "measured_saturated": bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) else None,
+                "iops": n / dur * served,
+                "bandwidth_mib_s": size[sel].sum() / dur / MIB * served,
                 "latency_mean_us": float(lat.mean()),
                 "latency_p99_us": float(lat[int(np.ceil(0.99 * len(lat))) - 1]),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _fio_command(job_file: Path, fio: str | None = None) -> tuple[list[str], str | None]:
+    """fio at real-time priority where allowed (see the module docstring), else plain, with why."""
+    cmd = [fio_binary(fio), "--output-format=json", str(job_file)]
+    chrt = shutil.which("chrt")
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and chrt:
+        return [chrt, "--fifo", RT_PRIORITY, *cmd], None
+    return cmd, (
+        "fio ran at normal priority (real-time needs root and chrt): timing may drift on a busy machine"
+    )
+
+
+def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None) -> list[str]:
+    job_file = tmp / "replay.fio"
+    job_file.write_text(job)
+    cmd, why = _fio_command(job_file, fio)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+    except subprocess.TimeoutExpired as exc:
+        raise FioError(f"fio did not finish the replay within {timeout:.0f} s") from exc
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise FioError(f"fio failed: {'; '.join(message[-3:]) or f'exit status {proc.returncode}'}")
+    return [why] if why else []
 
 
 def replay(
@@ -230,28 +329,32 @@ def replay(
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
     trace = open_trace(trace_path, fmt)
     target_size, warnings = _prepare_target(target, destroy_data, size)
-    c = remap(load_requests(trace, max_requests), target_size)
+    align = max(logical_block_size(target), 4096)
+    c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
     n = len(c)
     if lanes is None:
         depth = max_outstanding(c)
-        lanes = DEFAULT_LANES if depth is None else min(max(depth, 1), MAX_LANES)
+        lanes = DEFAULT_LANES if depth is None else min(max(depth, DEFAULT_LANES), MAX_LANES)
     lanes = min(lanes, n)
     with tempfile.TemporaryDirectory(prefix="ssdpredict-replay-") as tmp:
         job = ""
         for lane in range(lanes):
             log = Path(tmp) / f"lane{lane}.iolog"
-            write_iolog(c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]))
+            write_iolog(
+                c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]),
+                lead_in=align,
+            )
             job += (
-                f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\nthread=1\n"
+                f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
                 f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
             )
-        run_fio(job, timeout=timeout, binary=fio)
+        warnings += _run_replay_fio(job, Path(tmp), timeout, fio)
         parts = []
         for lane in range(lanes):
             logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))
             if not logs:
                 raise NoData(f"fio wrote no latency log for replay lane {lane}")
-            part = read_lat_log(logs[0])
+            part = read_lat_log(logs[0]).iloc[1:].reset_index(drop=True)  # without the lead-in read
             part["index"] = lane + lanes * np.arange(len(part))  # psync: log order = issue order
             parts.append(part)
     lat = pd.concat(parts, ignore_index=True)

@@ -53,6 +53,22 @@ def group_p99(g: np.ndarray, lat: np.ndarray, ngroups: int) -> np.ndarray:
     return out
 
 
+def arrival_cv2(t: np.ndarray, g: np.ndarray, ngroups: int) -> np.ndarray:
+    """Squared coefficient of variation of inter-arrival times per group (NaN under 2 gaps)."""
+    gap = np.diff(t)
+    same = g[1:] == g[:-1]
+    gg, gap = g[1:][same], gap[same]
+    n = np.bincount(gg, minlength=ngroups).astype(np.float64)
+    s1 = np.bincount(gg, gap, minlength=ngroups)
+    s2 = np.bincount(gg, gap * gap, minlength=ngroups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = s1 / n
+        var = np.maximum(s2 / n - mean * mean, 0.0)
+        cv2 = var / (mean * mean)
+    cv2[(n < 2) | ~(mean > 0)] = np.nan
+    return cv2
+
+
 @dataclass
 class Totals:
     """Running whole-trace totals for the summary."""

@@ -1,16 +1,24 @@
-"""Validate a device model on a trace: per-window predicted vs measured metrics.
+"""Validate a device model on a trace: per-window predicted vs measured latency and rates.
 
+Predictions come from :mod:`traces.predict` (``open-loop`` by default, or ``trace-qd``).
 Measured values come from a replay on ``target`` when one is given, otherwise from the
-trace itself when it carries latency (issue/completion pairs or response times): then its
-latency, and its IOPS and bandwidth (the trace's own rate) are compared.  Relative error is
-``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric.
-IOPS and bandwidth of an open-loop trace are its offered load, not the device's capacity,
-so their errors are only meaningful for windows where the trace kept the device busy.
+trace itself when it carries latency (issue/completion pairs or response times).
+
+What is compared, per window:
+
+* latency, mean and p99: predicted against measured (the replay's per-I/O latency);
+* IOPS and bandwidth *served*: the device's predicted service (the offered load unless
+  the window is saturated) against the replay's served rate, counted over the window's
+  own replay span; never the model's capacity against the offered load;
+* saturation: the predicted flag against the replay falling behind the trace.
+
+Windows with too few requests (``too_short``) are left out of every error.  Relative error
+is ``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric over
+all compared windows and over the unsaturated ones (the targets are on those).
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,21 +26,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from modeling.errors import InvalidInput, NoData, TooLarge
+from modeling.errors import InvalidInput
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from modeling.workload import METRICS, WORKLOAD_FIELDS
-from traces.characterize import Characterization, characterize
+from traces.upload import scrub_path, uploaded_trace
+from traces.characterize import Characterization
+from traces.predict import TracePrediction, predict_trace
 
-TRACE_MEASURED = METRICS
+COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 
 
 @dataclass
 class ValidationReport:
-    """Per-window vectors, predictions, measurements and errors, plus a summary."""
+    """Per-window predictions, measurements and errors, plus a summary."""
 
     device: str
     model_version: str
+    method: str
     windows: pd.DataFrame
     summary: dict[str, Any]
     replay: dict[str, Any] | None = None
@@ -46,6 +56,7 @@ class ValidationReport:
         return {
             "device": self.device,
             "model_version": self.model_version,
+            "method": self.method,
             "summary": self.summary,
             "replay": self.replay,
             "plot": self.plot,
@@ -54,36 +65,60 @@ class ValidationReport:
         }
 
 
+def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+    ok = mask & np.isfinite(err)
+    return {"mre": float(err[ok].mean()) if ok.any() else None, "n": int(ok.sum())}
+
+
 def compare(
-    char: Characterization, predictions: pd.DataFrame, measured: pd.DataFrame | None
+    prediction: TracePrediction, measured: pd.DataFrame | None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Join windows, predictions and measurements; add relative errors and their means."""
-    # The trace's own rates and latencies stay, as trace_<metric>; <metric> is what was measured.
-    base = char.windows.rename(columns={m: f"trace_{m}" for m in METRICS})
-    df = pd.concat([base.reset_index(drop=True), predictions.reset_index(drop=True)], axis=1)
-    mre: dict[str, Any] = {}
+    """Join predictions and measurements per window; add relative errors and their means."""
+    df = prediction.windows.reset_index(drop=True)
+    errors: dict[str, Any] = {}
+    saturation: dict[str, Any] | None = None
     if measured is not None:
         df = df.merge(measured, on="window_start_s", how="left")
-        for m in METRICS:
+        keep = ~df["too_short"].to_numpy(bool)
+        unsat = keep & ~df["saturated"].to_numpy(bool)
+        if "measured_saturated" in df:
+            ms = df["measured_saturated"]
+            unsat &= ~ms.fillna(False).astype(bool).to_numpy()
+        for m in COMPARED:
             if m not in df.columns:
                 continue
-            meas = df[m].to_numpy(np.float64)
+            meas = pd.to_numeric(df[m], errors="coerce").to_numpy(np.float64)
             pred = df[f"pred_{m}"].to_numpy(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
                 err = np.abs(pred - meas) / meas
-            err[~np.isfinite(err)] = np.nan
+            err[~np.isfinite(err) | ~keep] = np.nan
             df[f"{m}_rel_error"] = err
-            ok = ~np.isnan(err)
-            mre[m] = {"mre": float(err[ok].mean()) if ok.any() else None, "n": int(ok.sum())}
-    summary = {"trace": char.summary, "windows": len(df), "measured": measured is not None, "errors": mre}
+            errors[m] = {**_mre(err, keep), "unsaturated": _mre(err, unsat)}
+        if "measured_saturated" in df:
+            known = df["measured_saturated"].notna().to_numpy() & keep
+            meas_sat = df["measured_saturated"][known].astype(bool).to_numpy()
+            agree = df["saturated"].to_numpy(bool)[known] == meas_sat
+            saturation = {
+                "windows": int(known.sum()),
+                "agree": float(agree.mean()) if known.any() else None,
+                "predicted": int(df["saturated"][known].sum()),
+                "measured": int(df["measured_saturated"][known].astype(bool).sum()),
+            }
+    summary = {
+        **prediction.summary,
+        "method": prediction.method,
+        "measured": measured is not None,
+        "errors": errors,
+        "saturation": saturation,
+    }
     return df, summary
 
 
 def trace_measurements(char: Characterization) -> pd.DataFrame | None:
-    """The trace's own measured metrics per window, when it has latency."""
+    """The trace's own latency per window (and its rate, which its system served), when it has latency."""
     if char.info.latency_source is None:
         return None
-    return char.windows[["window_start_s", *TRACE_MEASURED]].copy()
+    return char.windows[["window_start_s", *COMPARED]].copy()
 
 
 def validate_trace(
@@ -101,14 +136,16 @@ def validate_trace(
     model_version: str | None = None,
     registry: ModelRegistry | None = None,
     lanes: int | None = None,
+    method: str = "open-loop",
     fio: str | None = None,
 ) -> ValidationReport:
-    """Characterise a trace, predict every window on ``device`` and compare with measurements."""
-    model = (registry or ModelRegistry(datadir)).load(device, model_version)
-    char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
-    preds = model.predict_frame(char.windows[list(WORKLOAD_FIELDS)])
+    """Predict every window of a trace on ``device`` and compare with measurements."""
+    prediction, char = predict_trace(
+        datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
+        method=method, model_version=model_version, registry=registry,
+    )
     replay_info = None
-    warnings: list[str] = []
+    warnings = list(prediction.warnings)
     if target is not None:
         if window_requests is not None or window_s is None:
             raise InvalidInput(
@@ -127,13 +164,16 @@ def validate_trace(
         measured = trace_measurements(char)
         if measured is None:
             warnings.append("the trace has no latency and no replay target was given: predictions only")
-    df, summary = compare(char, preds, measured)
+    df, summary = compare(prediction, measured)
     plot = None
     if plot_path is not None and measured is not None:
         from traces.plot import plot_validation
 
-        plot = str(plot_validation(df, Path(plot_path), title=f"{device} on {Path(path).name}"))
-    return ValidationReport(device, model.version, df, summary, replay_info, plot, warnings)
+        title = f"{device} on {Path(path).name} ({method})"
+        plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
+    return ValidationReport(
+        device, prediction.model_version, method, df, summary, replay_info, plot, warnings
+    )
 
 
 def validate_upload(
@@ -147,30 +187,22 @@ def validate_upload(
     window_requests: int | None = None,
     max_bytes: int | None = None,
     registry: ModelRegistry | None = None,
+    method: str = "open-loop",
 ) -> dict[str, Any]:
     """Validate an uploaded trace (bytes) on ``device``: vectors, predictions and errors."""
-    if max_bytes is not None and len(data) > max_bytes:
-        raise TooLarge(f"trace upload of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
-    if not data:
-        raise NoData("the uploaded trace is empty")
-    datadir.catalog.get_device(device)
-    scratch = datadir.scratch_dir
-    scratch.mkdir(parents=True, exist_ok=True)
-
-    # A blktrace per-CPU name would make the parser look for sibling files: use a plain name.
-    with tempfile.NamedTemporaryFile(dir=scratch, prefix="upload-", suffix=".trace") as tmp:
-        tmp.write(data)
-        tmp.flush()
+    public = filename or "upload"
+    with uploaded_trace(datadir, device, data, max_bytes, public) as path:
         report = validate_trace(
             datadir,
             device,
-            tmp.name,
+            path,
             fmt=fmt,
             window_s=window_s,
             window_requests=window_requests,
             registry=registry,
+            method=method,
         )
-    out = report.to_dict()
+        out = scrub_path(report.to_dict(), path, public)
     out["filename"] = filename
     out["summary"]["trace"]["paths"] = [filename]
     return out

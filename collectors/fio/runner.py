@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
-import tempfile
+import sys
 from functools import lru_cache
 from pathlib import Path
 from collections.abc import Sequence
 
+from collectors.fio import guard
 from modeling.errors import FioError, FioMissing, InvalidInput
 
 _REMOTE_RE = re.compile(r"^(?P<host>[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]),?(?P<port>\d{1,5})?$")
@@ -64,21 +67,55 @@ def run_fio(
     is the configured fio (default: fio on PATH).
     """
     fio = fio_binary(binary)
-    with tempfile.TemporaryDirectory(prefix="ssdpredict-fio-") as tmp:
-        job_file = Path(tmp) / "job.fio"
-        job_file.write_text(job_text)
+    # The job file lives in an anonymous memory file, not in /tmp: a killed sweep leaves
+    # no folder behind.  fio opens it by its /proc path, inherited through the guard.
+    job_fd = os.memfd_create("ssdpredict-fio-job", 0)
+    try:
+        os.write(job_fd, job_text.encode())
+        job_path = f"/proc/self/fd/{job_fd}"
         cmd = [fio, "--output-format=json", *extra_args]
         if remote is not None:
             host, port = parse_remote(remote)
-            cmd += [f"--client={host},{port}", str(job_file)]
+            cmd += [f"--client={host},{port}", job_path]
         else:
-            cmd.append(str(job_file))
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
-        except subprocess.TimeoutExpired as exc:
-            raise FioError(f"fio did not finish within {timeout:.0f} s") from exc
-    if proc.returncode != 0:
-        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        tail = "; ".join(message[-3:]) if message else f"exit status {proc.returncode}"
+            cmd.append(job_path)
+        returncode, stdout, stderr = run_guarded(cmd, timeout=timeout, pass_fds=(job_fd,))
+    finally:
+        os.close(job_fd)
+    if returncode != 0:
+        message = (stderr.strip() or stdout.strip()).splitlines()
+        tail = "; ".join(message[-3:]) if message else f"exit status {returncode}"
         raise FioError(f"fio failed: {tail}")
-    return proc.stdout
+    return stdout
+
+
+def run_guarded(cmd: Sequence[str], *, timeout: float, pass_fds: Sequence[int] = ()) -> tuple[int, str, str]:
+    """Run ``cmd`` under :mod:`collectors.fio.guard`; return (exit status, stdout, stderr).
+
+    The command and everything it forks die with this process, even on ``kill -9``
+    (see the guard).  On a timeout or an exception here (Ctrl-C), the guard is asked to
+    kill them with SIGTERM; a bare SIGKILL of the guard would leave fio's job processes.
+    """
+    argv = [sys.executable, "-I", "-S", guard.__file__, str(os.getpid()), *cmd]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=tuple(pass_fds),
+        preexec_fn=guard.die_with_parent, process_group=0,
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _stop(proc)
+        raise FioError(f"fio did not finish within {timeout:.0f} s") from exc
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc.returncode, stdout, stderr
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()

@@ -26,6 +26,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.parallel import by_row_blocks
+from modeling.one_row import matern_slope_row
 
 NUS = (0.5, 1.5, 2.5)
 _CHUNK = 2048  # query rows per kernel block: bounds memory on large batches
@@ -123,27 +124,6 @@ class GaussianProcessModel(RegressorBase):
         d2 = np.einsum("ij,ij->i", q, q)[:, None] + self.gp_train_sq_ - 2.0 * (q @ self.gp_X_.T)
         return np.sqrt(np.maximum(d2, 0.0, out=d2), out=d2)
 
-    def _slope_one(self, x32: np.ndarray, v: np.ndarray, weighted: np.ndarray) -> float:
-        """:meth:`slope` of one row, with vectors instead of matrices (numpy overhead dominates)."""
-        q = x32[self.gp_features_] * self.gp_factor_
-        q -= self.gp_shift_
-        d2 = self.gp_X_ @ q
-        d2 *= -2.0
-        d2 += self.gp_train_sq_
-        d2 += q @ q
-        np.maximum(d2, 0.0, out=d2)
-        r = np.sqrt(d2, out=d2)
-        if self.nu == 1.5:
-            r *= -np.sqrt(3.0)
-            g = np.exp(r, out=r)
-            g *= -3.0
-        else:
-            s = r * np.sqrt(5.0)
-            g = np.exp(-s)
-            g *= s + 1.0
-            g *= -5.0 / 3.0
-        return self.gp_amplitude_ * (float(q @ v) * float(g @ self.gp_alpha_) - float(g @ weighted))
-
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         out = np.full(X32.shape[0], self.gp_offset_)
         if len(self.gp_alpha_) == 0:
@@ -172,7 +152,7 @@ class GaussianProcessModel(RegressorBase):
             self.gp_slopes_[key] = (v, self.gp_alpha_ * (self.gp_X_ @ v))
         v, weighted = self.gp_slopes_[key]
         if X32.shape[0] == 1:
-            return np.array([self._slope_one(X32[0], v, weighted)])
+            return np.array([matern_slope_row(self, X32[0], v, weighted)])
 
         c2 = 3.0 if self.nu == 1.5 else 5.0  # the kernel's s = sqrt(c2) r
         scale = self.gp_amplitude_ * (-3.0 if self.nu == 1.5 else -5.0 / 3.0)

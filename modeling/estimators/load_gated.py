@@ -22,7 +22,6 @@ trees by about a fifth (bench/accuracy.py).
 
 from __future__ import annotations
 
-import math
 
 from typing import Any
 
@@ -31,6 +30,7 @@ import numpy as np
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.trees import XGBoostModel
 from modeling.estimators.gaussian_process import GaussianProcessModel
+from modeling.one_row import load_gated_row
 
 LN2 = float(np.log(2.0))
 
@@ -134,23 +134,10 @@ class LoadGatedModel(RegressorBase):
         self.unit_ = (self.shift_ / self.step).astype(np.float32)
         self.read_range_ = (np.float32(lo + margin), np.float32(hi - margin))
 
-    def _elasticity_one(self, X32: np.ndarray) -> float:
-        """:meth:`elasticity` of a single row, in plain floats where numpy would cost more."""
-        t = float(X32[0, self.n_col])
-        lo, hi = float(self.read_range_[0]), float(self.read_range_[1])
-        if not lo <= t <= hi:  # read the gate at the nearer end of the load range
-            X32 = X32 + (min(max(t, lo), hi) - t) * self.unit_
-        slope = float(self.parts_["gate"].slope(X32, self.unit_)[0]) / LN2
-        return min(max(slope, 0.0), 1.0)
-
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         runners = getattr(self, "runners_", None) or self.parts_
         if X32.shape[0] == 1:
-            e1 = self._elasticity_one(X32)
-            ln_n1 = float(X32[0, self.n_col]) * LN2
-            d = float(runners["direct"].predict_fast(X32)[0])
-            p = float(runners["per_load"].predict_fast(X32)[0]) + ln_n1
-            return np.array([math.exp((1.0 - e1) * d + e1 * p)])
+            return load_gated_row(self, X32, runners)
         e = self.elasticity(X32)
         ln_n = X32[:, self.n_col].astype(np.float64) * LN2
         direct = runners["direct"].predict_fast(X32)

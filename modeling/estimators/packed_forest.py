@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from modeling.estimators.parallel import by_row_blocks
+from modeling.one_row import forest_leaves_row
 
 SMALL_BATCH_LANES = 4096
 """Rows x trees up to which lock-step evaluation beats calling each tree."""
@@ -77,7 +78,7 @@ class PackedForest:
         """``(n_trees, n_rows)`` leaf values; the same numbers as each tree's ``predict``."""
         n, d = X32.shape
         if n == 1:
-            return self._one_row(X32)
+            return forest_leaves_row(self, X32)
         node = np.repeat(self.roots, n)  # lanes: tree-major, then row
         row_start = np.tile(np.arange(n, dtype=np.intp) * d, len(self.roots))
         # scikit-learn compares the float32 input, widened, with its float64 threshold
@@ -86,12 +87,3 @@ class PackedForest:
             go_right = flat[row_start + self.feature[node]] > self.threshold[node]
             node = self.children[2 * node + go_right]
         return self.value[node].reshape(len(self.roots), n)
-
-    def _one_row(self, X32: np.ndarray) -> np.ndarray:
-        """One row: its next node from every node, decided at once; then one gather per level."""
-        x = X32[0].astype(np.float64)
-        step = self.left + self.right_step * (x[self.feature] > self.threshold)  # a leaf stays put
-        node = self.roots
-        for _ in range(self.depth):
-            node = step[node]
-        return self.value[node][:, None]

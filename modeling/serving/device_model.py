@@ -22,7 +22,8 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric, derive_row
+from modeling.one_row import predict_row
+from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.workload import (
     BASIC_FIELDS,
     METRICS,
@@ -30,7 +31,6 @@ from modeling.workload import (
     WORKLOAD_FIELDS,
     Workload,
     fill_defaults,
-    region_code,
 )
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import check_matrix, region_codes
@@ -210,34 +210,11 @@ class DeviceModel:
         (tests hold the two equal), without a dozen numpy calls per metric on length-1
         arrays, which would cost more than the models themselves.
         """
-        wanted = self._check_request(metrics, model)
-        code = region_code(row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]])
-        w = np.array([row], dtype=np.float64)
-        state = _RowState(row, w, code, _Features(w), model)
-        return {metric: self._predict_row_metric(metric, state) for metric in wanted}
+        return predict_row(self, row, metrics, model)
 
-    def _predict_row_metric(self, metric: str, st: _RowState) -> tuple[float, float, float, bool, str]:
-        if metric in st.done:
-            return st.done[metric]
-        spec = self.specs[metric]
-        base = self.specs["iops"] if spec.mode == "derived" else spec
-        scope = self._scope_for(base, st.code, st.model, metric)
-        sm, own = base.scopes[scope], spec.scopes.get(scope)
-        key = ("iops" if spec.mode == "derived" else metric, scope)
-        value = st.cache.get(key)
-        if value is None:
-            value = st.cache[key] = float(sm.predict(st.features)[0])
-        q = own.q if own is not None else math.nan
-        extrap = self._no_data[st.code] or sm.outside_row(st.row)
-        if spec.mode == "derived":
-            factor = own.scale if own is not None else 1.0
-            value = derive_row(metric, value, st.row) * factor
-        elif spec.mode == "ratio":
-            mean = self._predict_row_metric("latency_mean_us", st)
-            value, extrap = value * mean[0], extrap or mean[3]
-        value = max(value, 0.0)
-        st.done[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
-        return st.done[metric]
+    def _no_data_of(self, code: int) -> bool:
+        """Whether region ``code`` had no measurements at all (its answers are extrapolated)."""
+        return self._no_data[code]
 
     def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
         if model not in ("auto", "global") and model not in REGION_NAMES:
@@ -316,16 +293,3 @@ class _Context:
         if hit is None:
             hit = self.ranges[id(sm)] = sm.outside(self.w)
         return hit
-
-
-@dataclass
-class _RowState:
-    """Per-call state of one single-workload prediction."""
-
-    row: list[float]
-    w: np.ndarray  # the row as a 1 x 9 matrix, for features and physics
-    code: int
-    features: _Features
-    model: str
-    cache: dict[tuple[str, str], float] = field(default_factory=dict)
-    done: dict[str, Any] = field(default_factory=dict)

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from modeling.estimators.base import RegressorBase
+from modeling.one_row import outside_row
 from modeling.workload import MIB
-from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
 
@@ -60,8 +60,7 @@ class ScopeModel:
         """:meth:`outside` of one workload, in plain floats."""
         if self._bounds is None:
             self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())
-        lo, hi = self._bounds
-        return any(v < a or v > b for v, a, b in zip(row, lo, hi, strict=True))
+        return outside_row(*self._bounds, row)
 
     @property
     def estimator(self) -> RegressorBase | None:
@@ -98,16 +97,6 @@ def derive_metric(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:
         return iops * mean_request_size(w) / MIB
     if metric == "latency_mean_us":
         return outstanding_io(w) / safe * 1e6
-    raise ValueError(f"{metric} cannot be derived from IOPS")
-
-
-def derive_row(metric: str, iops: float, row: list[float]) -> float:
-    """:func:`derive_metric` of one workload (a list of the workload fields), in plain floats."""
-    if metric == "bandwidth_mib_s":
-        wr = row[_IDX["write_ratio"]]
-        return iops * ((1.0 - wr) * row[_IDX["read_size"]] + wr * row[_IDX["write_size"]]) / MIB
-    if metric == "latency_mean_us":
-        return row[_IDX["queue_depth"]] * row[_IDX["numjobs"]] / max(iops, 1e-9) * 1e6
     raise ValueError(f"{metric} cannot be derived from IOPS")
 
 

@@ -141,9 +141,10 @@ def _blend_weights(raw: Any, n: int) -> list[float] | None:
 
 
 def save_model(
-    datadir: DataDir, model: DeviceModel, manifest: dict[str, Any], *, activate: bool
+    datadir: DataDir, model: DeviceModel, manifest: dict[str, Any], *, activate: bool,
+    job_id: str | None = None,
 ) -> ModelVersion:
-    """Write a model version atomically, then record it in the catalog."""
+    """Write a model version atomically, then record it in the catalog (ending ``job_id``'s job)."""
     device = validate_name(model.device)
     version = validate_name(model.version, "model version")
     doc, blobs = encode_model(model)
@@ -174,7 +175,7 @@ def save_model(
         raise
     try:
         return datadir.catalog.add_model_version(
-            device, version, f"{device}/{version}", full_manifest, activate=activate
+            device, version, f"{device}/{version}", full_manifest, activate=activate, job_id=job_id
         )
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
@@ -271,6 +272,13 @@ class ModelRegistry:
                 self._active.clear()
             else:
                 self._active.pop(device, None)
+
+    def forget(self, device: str) -> None:
+        """Drop every cached model and active-version lookup of ``device`` (it was deleted)."""
+        with self._lock:
+            self._active.pop(device, None)
+            for key in [k for k in self._models if k[0] == device]:
+                del self._models[key]
 
     def _active_version(self, device: str) -> str:
         now = time.monotonic()

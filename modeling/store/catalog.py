@@ -18,63 +18,24 @@ from typing import Any
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
-from modeling.store.atomic import atomic_write
+from modeling.store.atomic import atomic_write, atomic_write_bytes
+from modeling.store.schema import damaged, is_damage, open_schema, undecodable
+from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
+from modeling.store.parquet_meta import sidecar_bytes, sidecar_path, sweep_record, write_sweep_parquet
 from modeling.store.names import validate_name
 from modeling.store.records import (
     Device,
     ModelVersion,
     Sweep,
     device_from_row,
+    load_json,
     sweep_from_row,
     utcnow,
 )
 
 __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS devices (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    class TEXT NOT NULL DEFAULT 'ssd',
-    metadata TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sweeps (
-    id INTEGER PRIMARY KEY,
-    device_id INTEGER NOT NULL REFERENCES devices(id),
-    source TEXT NOT NULL,              -- 'sweep' or 'ingest'
-    plan_key TEXT,                     -- identifies a plan+target, for resuming
-    plan TEXT NOT NULL DEFAULT '{}',   -- JSON: the plan's points and settings
-    target TEXT,
-    n_planned INTEGER NOT NULL DEFAULT 0,
-    status TEXT NOT NULL,              -- 'running' or 'complete'
-    info TEXT NOT NULL DEFAULT '{}',   -- JSON: fio version, engine, kernel, ...
-    parquet TEXT,                      -- path relative to the measurements folder
-    created_at TEXT NOT NULL,
-    finished_at TEXT
-);
-CREATE INDEX IF NOT EXISTS sweeps_device ON sweeps(device_id, status);
-CREATE TABLE IF NOT EXISTS points (
-    id INTEGER PRIMARY KEY,
-    sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
-    seq INTEGER NOT NULL,              -- index of the point in the plan
-    repeat INTEGER NOT NULL DEFAULT 0,
-    data TEXT NOT NULL,                -- JSON: workload fields and measured metrics
-    raw BLOB,                          -- zlib-compressed raw fio JSON, for provenance
-    created_at TEXT NOT NULL,
-    UNIQUE (sweep_id, seq, repeat)
-);
-CREATE TABLE IF NOT EXISTS models (
-    version TEXT PRIMARY KEY,
-    device_id INTEGER NOT NULL REFERENCES devices(id),
-    active INTEGER NOT NULL DEFAULT 0,
-    path TEXT NOT NULL,                -- folder relative to the data directory's models/
-    manifest TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS models_device ON models(device_id, active);
-"""
 
 
 # A sweep stored straight to Parquet (an import) keeps its row count in info.n_rows: its
@@ -84,38 +45,57 @@ _N_POINTS = (
 )
 
 
-class Catalog(ModelVersionTable):
+class Catalog(ModelVersionTable, JobTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
-    def __init__(self, path: Path, measurements_dir: Path) -> None:
+    def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None, *,
+                 new: bool = False) -> None:
+        """Open (checking it for damage) or create the catalog at ``path``.
+
+        A missing or empty catalog beside existing measurement or model files is a lost
+        one and raises ``CatalogCorrupt``, unless ``new`` (a rebuild creates it on purpose).
+        """
         self.path = Path(path)
         self.measurements_dir = Path(measurements_dir)
+        self.models_dir = Path(models_dir) if models_dir is not None else self.path.parent / "models"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30.0)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(SCHEMA)  # idempotent; executescript manages its own commit
-        finally:
-            conn.close()
+        open_schema(self.path, has_data=not new and self._has_data_files())
+
+    def _has_data_files(self) -> bool:
+        """Whether Parquet measurements or model manifests exist beside the catalog."""
+        # a sweep's file, not an import's work files (which are written before the catalog opens)
+        return any(self.measurements_dir.glob("*/sweep-*.parquet")) or any(
+            self.models_dir.glob("*/*/manifest.json")
+        )
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
         """A connection whose ``with`` block is one transaction (commit or rollback)."""
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            # deleted or emptied under a running process: SQLite would start a new, empty one
+            raise damaged(self.path, "it disappeared or was emptied while in use")
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("BEGIN IMMEDIATE")
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
+                conn.row_factory = sqlite3.Row
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA foreign_keys=ON")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                raise damaged(self.path, str(exc)) from None
+            raise
+        except UnicodeDecodeError as exc:
+            raise damaged(self.path, undecodable(exc)) from None
 
     # -- devices -------------------------------------------------------------------------
 
@@ -132,7 +112,7 @@ class Catalog(ModelVersionTable):
                     (name, device_class, json.dumps(metadata or {}, sort_keys=True), utcnow()),
                 )
             elif metadata:
-                merged = {**json.loads(row["metadata"]), **metadata}
+                merged = {**load_json(row["metadata"], "device metadata"), **metadata}
                 conn.execute(
                     "UPDATE devices SET metadata = ?, class = ? WHERE id = ?",
                     (json.dumps(merged, sort_keys=True), device_class, row["id"]),
@@ -147,6 +127,11 @@ class Catalog(ModelVersionTable):
         if row is None:
             raise UnknownDevice(name)
         return device_from_row(row)
+
+    def has_device(self, name: str) -> bool:
+        """Whether a device called ``name`` is in the catalog."""
+        with self.connect() as conn:
+            return conn.execute("SELECT 1 FROM devices WHERE name = ?", (name,)).fetchone() is not None
 
     def list_devices(self) -> list[Device]:
         """All devices, by name."""
@@ -268,7 +253,7 @@ class Catalog(ModelVersionTable):
                 (sweep_id,),
             ).fetchall()
         records = [
-            {"sweep_id": sweep_id, "seq": r["seq"], "repeat": r["repeat"], **json.loads(r["data"])}
+            {"sweep_id": sweep_id, "seq": r["seq"], "repeat": r["repeat"], **load_json(r["data"], "point")}
             for r in rows
         ]
         return pd.DataFrame.from_records(records)
@@ -287,16 +272,18 @@ class Catalog(ModelVersionTable):
     def finish_sweep(self, sweep_id: int, info: dict[str, Any] | None = None) -> Sweep:
         """Write the sweep's rows to Parquet atomically, then mark it complete."""
         sweep = self.get_sweep(sweep_id)
-        device = self._device_name(sweep.device_id)
+        device = self.get_device(self.device_name(sweep.device_id))
         frame = self.sweep_points(sweep_id)
-        relative = f"{device}/sweep-{sweep_id}.parquet"
-        atomic_write(self.measurements_dir / relative, lambda tmp: frame.to_parquet(tmp, index=False))
+        relative = f"{device.name}/sweep-{sweep_id}.parquet"
         merged_info = {**sweep.info, **(info or {})}
+        finished_at = utcnow()
+        record = sweep_record(sweep, device, info=merged_info, finished_at=finished_at)
+        atomic_write(self.measurements_dir / relative, lambda tmp: write_sweep_parquet(tmp, frame, record))
         with self.connect() as conn:
             conn.execute(
                 "UPDATE sweeps SET status = 'complete', parquet = ?, finished_at = ?, info = ?"
                 " WHERE id = ?",
-                (relative, utcnow(), json.dumps(merged_info, sort_keys=True), sweep_id),
+                (relative, finished_at, json.dumps(merged_info, sort_keys=True), sweep_id),
             )
         return self.get_sweep(sweep_id)
 
@@ -383,7 +370,11 @@ class Catalog(ModelVersionTable):
             final.parent.mkdir(parents=True, exist_ok=True)
             Path(parquet).replace(final)
         assert sweep_id is not None
-        return self.get_sweep(sweep_id)
+        sweep = self.get_sweep(sweep_id)
+        # the records a catalog rebuild needs (class, metadata, provenance), beside the file
+        record = sweep_record(sweep, dev, info=full_info, finished_at=now)
+        atomic_write_bytes(sidecar_path(final), sidecar_bytes(record))
+        return sweep
 
     def measurements(self, device: str) -> pd.DataFrame:
         """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""
@@ -397,7 +388,8 @@ class Catalog(ModelVersionTable):
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
 
-    def _device_name(self, device_id: int) -> str:
+    def device_name(self, device_id: int) -> str:
+        """The name of the device with catalog id ``device_id``."""
         with self.connect() as conn:
             row = conn.execute("SELECT name FROM devices WHERE id = ?", (device_id,)).fetchone()
         return str(row["name"])

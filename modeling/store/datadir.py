@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from modeling.store.catalog import Catalog
+from modeling.store.locks import DeviceLock, lock_holder
 from modeling.store.names import validate_name
 
 
@@ -36,10 +39,20 @@ class DataDir:
         """Folder of a device's model versions."""
         return self.models_dir / validate_name(device)
 
+    def device_lock(self, device: str, operation: str, *, wait: bool = False,
+                    on_wait: Callable[[str], None] | None = None, detail: str | None = None) -> DeviceLock:
+        """The writer lock of ``device`` (not yet taken: use it in a ``with`` block)."""
+        return DeviceLock(self.root, validate_name(device), operation, wait=wait, on_wait=on_wait,
+                          detail=detail)
+
+    def lock_holder(self, device: str) -> dict[str, Any] | None:
+        """Who holds ``device``'s writer lock now, or None."""
+        return lock_holder(self.root, validate_name(device))
+
     @cached_property
     def catalog(self) -> Catalog:
         """The SQLite catalog (created on first use)."""
-        return Catalog(self.catalog_path, self.measurements_dir)
+        return Catalog(self.catalog_path, self.measurements_dir, self.models_dir)
 
     def __repr__(self) -> str:
         return f"DataDir({str(self.root)!r})"

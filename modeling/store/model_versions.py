@@ -7,12 +7,39 @@ import sqlite3
 from contextlib import AbstractContextManager
 from typing import Any
 
+from pathlib import Path
+
 from modeling.errors import NotFound
+from modeling.store.atomic import atomic_write_bytes
+from modeling.store.jobs import finish_job_sql
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
 
 
+def version_summary(version: str, active: bool, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a retrain job reports about the version it registered."""
+    data = manifest.get("data")
+    return {
+        "model_version": version,
+        "active": active,
+        "accuracy": manifest.get("cv_mre", {}),
+        "n_rows": data.get("n_rows") if isinstance(data, dict) else None,
+        "activation": manifest.get("activation"),
+    }
+
+
+ACTIVE_MARKER = "ACTIVE"
+"""File in ``models/<device>/`` naming the active version, for ``catalog rebuild``."""
+
+
 class ModelVersionTable:
-    """Mixin of :class:`~modeling.store.catalog.Catalog` for the ``models`` table."""
+    """Mixin of :class:`~modeling.store.catalog.Catalog` for the ``models`` table.
+
+    After each activation the device's models folder gets an ``ACTIVE`` file naming the
+    version, so a rebuilt catalog activates the same one (written after the commit: a
+    crash in between leaves the previous name there, and a rebuild the previous version).
+    """
+
+    models_dir: Path  # provided by Catalog
 
     def connect(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by Catalog
         raise NotImplementedError
@@ -21,9 +48,14 @@ class ModelVersionTable:
         raise NotImplementedError
 
     def add_model_version(
-        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool
+        self, device: str, version: str, path: str, manifest: dict[str, Any], *, activate: bool,
+        job_id: str | None = None,
     ) -> ModelVersion:
-        """Record a stored model version; with ``activate`` it becomes the active one atomically."""
+        """Record a stored model version; with ``activate`` it becomes the active one atomically.
+
+        ``job_id``: the job that trained it ends as ``succeeded`` in the same transaction, so
+        a crash can never leave an active version with a job that says otherwise.
+        """
         dev = self.get_device(device)
         with self.connect() as conn:
             conn.execute(
@@ -34,6 +66,10 @@ class ModelVersionTable:
             if activate:
                 conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
                 conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+            if job_id is not None:
+                finish_job_sql(conn, job_id, "succeeded", result=version_summary(version, activate, manifest))
+        if activate:
+            self._mark_active(dev.name, version)
         return self.get_model_version(device, version)
 
     def activate_model(self, device: str, version: str) -> ModelVersion:
@@ -47,7 +83,13 @@ class ModelVersionTable:
                 raise NotFound(f"device {device!r} has no model version {version!r}")
             conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
             conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        self._mark_active(dev.name, version)
         return self.get_model_version(device, version)
+
+    def _mark_active(self, device: str, version: str) -> None:
+        folder = self.models_dir / device
+        if folder.is_dir():
+            atomic_write_bytes(folder / ACTIVE_MARKER, version.encode())
 
     def get_model_version(self, device: str, version: str) -> ModelVersion:
         """One model version of a device; raises ``NotFound``."""

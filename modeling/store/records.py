@@ -8,6 +8,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from modeling.errors import CatalogCorrupt
+
+
+def load_json(text: Any, what: str) -> Any:
+    """A JSON column's value; a damaged one raises ``CatalogCorrupt`` rather than a traceback."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise CatalogCorrupt(
+            f"the catalog is damaged: a stored {what} is not valid JSON ({exc}). Recover with "
+            "`ssdpredict catalog rebuild`, which rebuilds it from the Parquet measurements and "
+            "model files",
+            details={"detail": f"bad JSON in {what}"},
+        ) from None
+
 
 def utcnow() -> str:
     """Current UTC time as an ISO 8601 string."""
@@ -62,7 +77,7 @@ def device_from_row(row: sqlite3.Row) -> Device:
         id=row["id"],
         name=row["name"],
         device_class=row["class"],
-        metadata=json.loads(row["metadata"]),
+        metadata=load_json(row["metadata"], "device metadata"),
         created_at=row["created_at"],
     )
 
@@ -73,11 +88,11 @@ def sweep_from_row(row: sqlite3.Row) -> Sweep:
         device_id=row["device_id"],
         source=row["source"],
         plan_key=row["plan_key"],
-        plan=json.loads(row["plan"]),
+        plan=load_json(row["plan"], "sweep plan"),
         target=row["target"],
         n_planned=row["n_planned"],
         status=row["status"],
-        info=json.loads(row["info"]),
+        info=load_json(row["info"], "sweep info"),
         parquet=row["parquet"],
         created_at=row["created_at"],
         finished_at=row["finished_at"],
@@ -91,6 +106,6 @@ def model_from_row(row: sqlite3.Row, device: str) -> ModelVersion:
         device=device,
         active=bool(row["active"]),
         path=row["path"],
-        manifest=json.loads(row["manifest"]),
+        manifest=load_json(row["manifest"], "model manifest"),
         created_at=row["created_at"],
     )

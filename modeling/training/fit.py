@@ -61,22 +61,40 @@ Progress = Callable[[str, float], None]
 
 
 def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
-    """Workload matrix and metric vectors of the usable rows (all metrics finite and > 0)."""
-    missing = [c for c in BASIC_FIELDS + METRICS if c not in frame.columns]
-    if frame.empty or missing:
+    """Workload matrix and metric vectors of the usable rows.
+
+    The metrics trained are those the data has (a column with at least one positive,
+    finite value); a row is usable when every one of them is finite and > 0 in it.
+    """
+    missing = [c for c in BASIC_FIELDS if c not in frame.columns]
+    metrics = [m for m in METRICS if m in frame.columns and _has_values(frame[m])]
+    if frame.empty or missing or not metrics:
+        missing += [m for m in METRICS if m not in metrics]
         raise NoData(
             f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
         )
-    values = frame[list(METRICS)].apply(pd.to_numeric, errors="coerce")
-    ok = np.isfinite(values.to_numpy(dtype=float)).all(axis=1) & (values.to_numpy(dtype=float) > 0).all(
-        axis=1
-    )
+    if "offered_iops" in frame.columns:
+        # open-loop points (collectors.openloop): their IOPS is the offered rate, not the device's
+        frame = frame.loc[~np.isfinite(pd.to_numeric(frame["offered_iops"], errors="coerce").to_numpy(float))]
+    values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)
     clean = frame.loc[ok].reset_index(drop=True)
     if len(clean) < MIN_ROWS:
         raise NoData(f"only {len(clean)} usable measured points; at least {MIN_ROWS} are needed to train")
     w = workload_matrix(clean)
-    ys = {m: clean[m].to_numpy(dtype=np.float64) for m in METRICS}
+    ys = {m: clean[m].to_numpy(dtype=np.float64) for m in metrics}
     return w, ys, clean
+
+
+def _has_values(column: pd.Series) -> bool:
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+    return bool((np.isfinite(values) & (values > 0)).any())
+
+
+def fold_spread(oof: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """Standard deviation of the per-fold mean relative errors: how much CV error varies by chance."""
+    per_fold = [_mre(oof[test], y[test]) for _, test in splits if len(test)]
+    return float(np.std(per_fold, ddof=1)) if len(per_fold) > 1 else 0.0
 
 
 def median_by_workload(
@@ -204,21 +222,25 @@ def fit_device_model(
         w, ys, run_groups, ys_runs, folds, time_budget_s, progress, candidates, feature_sets, regions, physics
     )
     by_law = {m for m, gap in fit.gaps.items() if physics and gap <= LAW_HOLDS}
-    for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):
+    # only the metrics the data has; the laws derive from the IOPS model, so it comes first
+    for metric in sorted(ys, key=lambda m: (m != "iops", METRICS.index(m))):
         if metric in by_law:
             _fit_by_law(fit, metric)
             continue
         spec, entry = _fit_direct(fit, metric)
-        if physics and metric in DERIVABLE:
+        if physics and metric in DERIVABLE and "iops" in ys:
             spec = _prefer_physics(fit, metric, spec, entry)
-        if physics and metric == "latency_p99_us":
+        if physics and metric == "latency_p99_us" and "latency_mean_us" in fit.final_oof:
             spec = _prefer_ratio(fit, spec, entry)
         fit.specs[metric] = spec
         fit.report[metric] = entry
+    for metric, entry in fit.report.items():
+        entry["global"]["cv_fold_std"] = fold_spread(fit.final_oof[metric], ys[metric], fit.splits)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
     model = DeviceModel(device, version, fit.specs, data_regions)
     summary = {
         "metrics": fit.report,
+        "missing_metrics": [m for m in METRICS if m not in ys],
         "n_rows": int(len(w_runs)),
         "n_workloads": int(len(w)),
         "folds": len(fit.splits),
@@ -280,9 +302,13 @@ def _plan(
     # Where a law holds on the measurements themselves (bandwidth = IOPS x size always does;
     # Little's law does for closed-loop engines, not for psync), fitting a free model for
     # that metric is wasted time: it can only learn the law back, with noise.
-    gaps = {m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m]))) for m in DERIVABLE}
+    gaps = {
+        m: float(np.median(relative_errors(derive_metric(m, ys["iops"], w), ys[m])))
+        for m in DERIVABLE
+        if m in ys and "iops" in ys
+    }
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
-    calls = (len(METRICS) - len(by_law)) * (1 + len(region_masks)) + int(physics)
+    calls = (len(ys) - len(by_law)) * (1 + len(region_masks)) + int(physics)
     return _Fit(
         w=w,
         ys=ys,
@@ -401,8 +427,8 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
         spec = ratio_spec
         entry["mode"] = "ratio"
         entry["global"] = ratio_entry
-        fit.ratio_oof = ratio_oof
-        fit.final_oof["latency_p99_us"] = ratio_oof * fit.final_oof["latency_mean_us"]
+        fit.final_oof["latency_p99_us"] = ratio_oof
+        fit.ratio_oof = ratio_oof / fit.final_oof["latency_mean_us"]
     return spec
 
 
@@ -430,7 +456,7 @@ def _ratio_spec(
     scope.scale *= scale
     scope.cv = {"mre": _mre(oof * scale, y)}
     entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
-    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry, sel.oof * scale
+    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry, oof * scale
 
 
 def _derived_spec(

@@ -13,7 +13,12 @@ import pandas as pd
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.serving.registry import save_model
 from modeling.store import DataDir, ModelVersion
+from modeling.store.locks import DeviceLock
 from modeling.workload import METRICS, WORKLOAD_FIELDS
+
+
+ACTIVATION_MARGIN = 0.10
+"""A new version may be this much (relative) worse than the active one and still be activated."""
 
 
 def data_hash(frame: pd.DataFrame) -> str:
@@ -43,13 +48,41 @@ def train_device(
     time_budget_s: float | None = None,
     progress: Callable[[str, float], None] | None = None,
     activate: bool = True,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+    lock: DeviceLock | None = None,
+    job_id: str | None = None,
+    force_activate: bool = False,
     **fit_kw: Any,
 ) -> ModelVersion:
     """Train all metrics of ``device`` and register a new (by default active) model version.
 
     Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
-    failure leaves the registered versions, and the active one, as they were.
+    failure leaves the registered versions, and the active one, as they were.  With
+    ``activate`` the new version becomes active only if it is not worse than the active
+    one beyond noise (see :func:`activation_decision`), or with ``force_activate``; the
+    manifest's ``activation`` says what was decided and why.  The
+    device's writer lock is held throughout (``DeviceBusy`` if another writer has it,
+    unless ``wait``); a caller that already holds it passes it as ``lock``.  ``job_id``
+    names the catalog job that ends as succeeded when the version is registered.
     """
+    with lock or datadir.device_lock(device, "train", wait=wait, on_wait=on_wait):
+        return _train(datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress,
+                      activate=activate, force_activate=force_activate, job_id=job_id, **fit_kw)
+
+
+def _train(
+    datadir: DataDir,
+    device: str,
+    *,
+    folds: int,
+    time_budget_s: float | None,
+    progress: Callable[[str, float], None] | None,
+    activate: bool,
+    force_activate: bool,
+    job_id: str | None,
+    **fit_kw: Any,
+) -> ModelVersion:
     catalog = datadir.catalog
     catalog.get_device(device)
     frame = catalog.measurements(device)
@@ -79,11 +112,52 @@ def train_device(
         },
         # the stored evaluation's MRE: what `models list`, the API and `make run` all show
         "cv_mre": {m: float(summary["evaluation"]["metrics"][m]["mre"]) for m in METRICS},
+        "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
         "time_budget_s": time_budget_s,
     }
+    decision = activation_decision(catalog.active_model_version(device), manifest, activate=activate,
+                                   force=force_activate)
+    manifest["activation"] = decision
     if progress:
         progress("saving", 1.0)
-    return save_model(datadir, model, _jsonable(manifest), activate=activate)
+    return save_model(datadir, model, _jsonable(manifest), activate=decision["activated"], job_id=job_id)
+
+
+def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *, activate: bool,
+                        force: bool) -> dict[str, Any]:
+    """Whether a new version may replace the active one, and why (both errors per metric).
+
+    A new version whose cross-validated error is worse than the active one's, on any
+    metric both have, by more than the noise -- the larger of ``ACTIVATION_MARGIN`` of the
+    active error and either version's fold-to-fold spread -- is registered but not
+    activated, unless ``force``.  A version that lacks a metric the active one has is
+    held back the same way.
+    """
+    base: dict[str, Any] = {"activated": False, "forced": force, "previous": None, "worse": {}}
+    if not activate:
+        return {**base, "reason": "not asked to activate"}
+    if active is None:
+        return {**base, "activated": True, "reason": "no active version"}
+    old_err = active.manifest.get("cv_mre") or {}
+    old_std = active.manifest.get("cv_fold_std") or {}
+    new_err, new_std = manifest["cv_mre"], manifest["cv_fold_std"]
+    worse: dict[str, dict[str, float | None]] = {}
+    for metric, old in old_err.items():
+        if old is None:
+            continue
+        new = new_err.get(metric)
+        if new is None:
+            worse[metric] = {"active": float(old), "new": None, "margin": None}
+            continue
+        margin = max(ACTIVATION_MARGIN * float(old), float(old_std.get(metric) or 0.0),
+                     float(new_std.get(metric) or 0.0))
+        if new - float(old) > margin:
+            worse[metric] = {"active": float(old), "new": float(new), "margin": margin}
+    base = {**base, "previous": active.version, "worse": worse}
+    if worse and not force:
+        return {**base, "reason": "worse than the active version beyond noise"}
+    reason = "forced despite a worse error" if worse else "not worse than the active version beyond noise"
+    return {**base, "activated": True, "reason": reason}
 
 
 def _jsonable(value: Any) -> Any:

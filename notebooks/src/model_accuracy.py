@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 from nbdata import open_device, settings
-from modeling.training.evaluate import evaluate_device
-from modeling.training.fit import INTERVAL_LEVEL
+from modeling.reporting.figures import coverage_figure, measured_vs_predicted_figure
 from modeling.serving.registry import ModelRegistry
+from modeling.training.evaluate import evaluate_device
 from modeling.training.selection import relative_errors
 from modeling.training.train import train_device
 from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, WORKLOAD_FIELDS
@@ -77,27 +77,13 @@ print("out-of-fold MRE:", ", ".join(f"{m} {errors[m].mean():.1%}" for m in METRI
 # %% [markdown]
 # ## Predicted vs measured
 # One point per measured workload, on log-log axes because the metrics span orders of
-# magnitude. The band is +-20 %, about the latency error the published regression-tree
-# models reached; points outside it are the workloads to re-measure or to sweep more
-# densely around.
+# magnitude, coloured by workload region (the same figure as `ssdpredict report`). The
+# band is +-20 %, about the latency error the published regression-tree models reached;
+# points outside it are the workloads to re-measure or to sweep more densely around.
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(10, 9))
-for ax, metric in zip(axes.flat, METRICS, strict=True):
-    y, p = ys[metric], oof[metric]
-    lims = np.array([min(y.min(), p.min()), max(y.max(), p.max())])
-    ax.fill_between(lims, lims / 1.2, lims * 1.2, color="grey", alpha=0.2, lw=0)
-    ax.plot(lims, lims, "k--", lw=1)
-    for i, region in enumerate(sorted(errors["region"].unique())):
-        mask = (errors["region"] == region).to_numpy()
-        ax.scatter(y[mask], p[mask], s=14, color=f"C{i}", label=region)
-    ax.set(xscale="log", yscale="log", xlabel=f"measured ({METRIC_UNITS[metric]})",
-           ylabel="predicted (out of fold)",
-           title=f"{metric}: nested-CV MRE {report['metrics'][metric]['mre']:.1%}")
-axes.flat[0].legend(fontsize="small")
-fig.suptitle(f"{DEVICE}: predicted vs measured")
-fig.tight_layout()
-plt.show()
+print("nested-CV MRE:", ", ".join(f"{m} {report['metrics'][m]['mre']:.1%}" for m in METRICS))
+display(measured_vs_predicted_figure(points, errors["region"]))
 
 # %% [markdown]
 # ## Distribution of relative errors
@@ -185,24 +171,7 @@ else:
 # measured IOPS.
 
 # %%
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2))
-coverage = pd.Series({m: report["metrics"][m]["coverage"] for m in METRICS})
-coverage.plot.bar(ax=left, rot=0, color="C0")
-left.axhline(INTERVAL_LEVEL, color="k", ls="--", lw=1, label=f"nominal {INTERVAL_LEVEL:.0%}")
-left.set(ylim=(0, 1), ylabel="share of measured values inside the interval",
-         title="interval coverage (nested CV)")
-left.legend(loc="lower right")
-order = np.argsort(ys["iops"])
-x = np.arange(len(order))
-predicted = oof["iops"][order]
-low, high = (points[f"pred_iops_{side}"].to_numpy()[order] for side in ("lower", "upper"))
-right.fill_between(x, low, high, alpha=0.3, label="interval")
-right.plot(x, predicted, lw=1, label="predicted (out of fold)")
-right.scatter(x, ys["iops"][order], s=8, color="k", label="measured", zorder=3)
-right.set(yscale="log", xlabel="workloads, by measured IOPS", ylabel="IOPS", title="IOPS intervals")
-right.legend(fontsize="small")
-fig.tight_layout()
-plt.show()
+display(coverage_figure({m: report["metrics"][m]["coverage"] for m in METRICS}, points))
 
 # %% [markdown]
 # ## Physics check and noise floor

@@ -23,6 +23,7 @@ from IPython.display import display
 from nbdata import open_device
 
 from collectors.quality import repeat_cv
+from modeling.reporting.figures import depth_axis
 from modeling.training.accuracy import noise_floor
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size
 
@@ -67,15 +68,6 @@ print(
 def wr_label(write_ratio: float) -> str:
     """Legend label of a write ratio."""
     return f"{write_ratio:.0%} writes"
-
-
-def depth_axis(ax: plt.Axes, values: pd.Series) -> None:
-    """A log-2 x axis labelled with (up to 7 of) the swept depths or outstanding-I/O values."""
-    ticks = sorted({int(v) for v in values})
-    ticks = ticks[:: max(1, (len(ticks) + 6) // 7)]
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ticks, labels=[str(t) for t in ticks])
-    ax.minorticks_off()
 
 
 # %% [markdown]

@@ -39,6 +39,12 @@ class ServiceState:
         self.load_errors: dict[str, str] = {}
         self.jobs = RetrainJobs(self.datadir, self.registry, self.metrics, on_model=self.model_loaded)
 
+    def model_deleted(self, device: str) -> None:
+        """Forget a deleted device's cached models and readiness entries."""
+        self.registry.forget(device)
+        self.loaded.pop(device, None)
+        self.load_errors.pop(device, None)
+
     def model_loaded(self, device: str, version: str) -> None:
         """Record that ``version`` is now the device's loaded, active model."""
         self.loaded[device] = version

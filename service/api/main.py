@@ -26,7 +26,7 @@ from service.api import errors
 from service.api.deps import ServiceState
 from service.api.limits import BodyLimitMiddleware
 from service.api.metrics import MetricsMiddleware
-from service.api.routes import devices, health, jobs, models, predict, validate
+from service.api.routes import devices, health, jobs, models, predict, reports, validate
 from service.api.schemas import ErrorResponse
 from service.config import Settings, get_settings
 
@@ -37,7 +37,7 @@ _VALIDATION_ERROR: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"}
 }
 api_router = APIRouter()
-for _module in (predict, devices, models, jobs, validate, health):
+for _module in (predict, devices, models, reports, jobs, validate, health):
     api_router.include_router(_module.router, responses=_VALIDATION_ERROR)
 
 _DESCRIPTION = """Black-box SSD performance prediction: per-device regression-tree models of
@@ -50,8 +50,13 @@ is set, the mutating endpoints (upload, retrain, activate) need `Authorization: 
 
 
 def preload_models(state: ServiceState) -> None:
-    """Load every device's active model into the registry cache (what /readyz reports)."""
+    """Load every device's active model into the registry cache (what /readyz reports).
+
+    Jobs left unfinished by a process that died are marked interrupted first.
+    """
     try:
+        for job in state.jobs.recover():
+            log.warning("job %s (%s of %s) was interrupted by a crash", job.id, job.kind, job.device)
         for dev in state.datadir.catalog.list_devices():
             try:
                 if state.datadir.catalog.active_model_version(dev.name) is None:
@@ -102,7 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
         )
     app.add_middleware(BodyLimitMiddleware, max_body_size=settings.max_upload_bytes)

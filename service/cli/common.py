@@ -6,6 +6,7 @@ import functools
 import json
 import math
 import sys
+from pathlib import Path
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -15,8 +16,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from modeling.errors import SsdPredictError
+from modeling.errors import InvalidInput, SsdPredictError
 from modeling.store import DataDir
+from modeling.store.atomic import atomic_write_bytes
 from service.config import get_settings
 
 console = Console()
@@ -27,6 +29,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Options shared by many commands, declared once.
 DeviceOption = Annotated[str, typer.Option("--device", "-d", help="device name (see `ssdpredict devices`)")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
+WaitOption = Annotated[bool, typer.Option(
+    "--wait", help="wait while another writer (sweep, ingest, train, delete) holds the device")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="really delete (there is no undo)")]
 
 METRIC_LABELS = {
     "latency_mean_us": "mean latency",
@@ -40,6 +45,19 @@ METRIC_LABELS = {
 def datadir() -> DataDir:
     """The data directory named by the settings (``SSDPREDICT_HOME``)."""
     return DataDir(get_settings().home)
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write an output file atomically; a path that cannot be written is a one-line error."""
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def waiting(message: str) -> None:
+    """Say on stderr that a command waits for another writer of the device (``--wait``)."""
+    err_console.print(message, highlight=False, soft_wrap=True)
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -63,6 +81,11 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(2) from None
         except ValidationError as exc:
             message = validation_message(exc)
+            err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+        except PermissionError as exc:  # e.g. a data directory of another user
+            where = f" on {exc.filename}" if exc.filename else ""
+            message = f"permission denied{where}"
             err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""CLI: ``ssdpredict devices`` (list) and ``ssdpredict devices show NAME``."""
+"""CLI: ``ssdpredict devices`` (list), ``devices show|delete NAME`` and ``sweeps delete ID``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,19 @@ from typing import Annotated
 
 import typer
 from collectors.devices import describe_device, describe_devices
-from service.cli.common import JsonOption, cli_table, console, datadir, handle_errors, print_json
+from modeling.errors import InvalidInput
+from modeling.store.delete import delete_device, delete_sweep
+from service.cli.common import (
+    JsonOption,
+    WaitOption,
+    YesOption,
+    cli_table,
+    console,
+    datadir,
+    handle_errors,
+    print_json,
+    waiting,
+)
 
 devices_app = typer.Typer(
     invoke_without_command=True,
@@ -14,9 +26,14 @@ devices_app = typer.Typer(
 )
 
 
+sweeps_app = typer.Typer(help="Delete a sweep (list them with `ssdpredict devices show NAME`).",
+                         no_args_is_help=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``devices`` (a listing by itself, ``devices show NAME`` for one device)."""
+    """Add ``devices`` (a listing by itself, ``devices show|delete NAME``) and ``sweeps delete ID``."""
     app.add_typer(devices_app, name="devices")
+    app.add_typer(sweeps_app, name="sweeps")
 
 
 def _meta_text(metadata: dict) -> str:
@@ -74,3 +91,37 @@ def show(
             s["target"] or "-", s["finished_at"] or "-",
         )
     console.print(table)
+
+
+@devices_app.command("delete")
+@handle_errors
+def delete(
+    name: Annotated[str, typer.Argument(help="device name")],
+    yes: YesOption = False,
+    wait: WaitOption = False,
+) -> None:
+    """Delete a device: its sweeps, measurements and model versions (files included)."""
+    if not yes:
+        info = describe_device(datadir().catalog, name)
+        raise InvalidInput(
+            f"this deletes device {name!r} with {info['sweeps']} sweeps, {info['points']} points and "
+            "every model version, files included; run again with --yes"
+        )
+    gone = delete_device(datadir(), name, wait=wait, on_wait=waiting)
+    console.print(f"deleted device {gone.device}: {gone.sweeps} sweeps, {gone.points} points, "
+                  f"{gone.models} model versions", highlight=False)
+
+
+@sweeps_app.command("delete")
+@handle_errors
+def delete_one_sweep(
+    sweep_id: Annotated[int, typer.Argument(help="sweep id (see `ssdpredict devices show NAME`)")],
+    yes: YesOption = False,
+    wait: WaitOption = False,
+) -> None:
+    """Delete one sweep: its points and its Parquet file (models trained on it stay)."""
+    if not yes:
+        sweep = datadir().catalog.get_sweep(sweep_id)
+        raise InvalidInput(f"this deletes sweep {sweep_id} ({sweep.n_points} points); run again with --yes")
+    gone = delete_sweep(datadir(), sweep_id, wait=wait, on_wait=waiting)
+    console.print(f"deleted sweep {sweep_id} of {gone.device}: {gone.points} points", highlight=False)

@@ -11,7 +11,16 @@ import typer
 from collectors.ingest import ingest_paths
 from modeling.errors import InvalidInput
 from modeling.workload import parse_size
-from service.cli.common import DeviceOption, JsonOption, console, datadir, handle_errors, print_json
+from service.cli.common import (
+    DeviceOption,
+    JsonOption,
+    WaitOption,
+    console,
+    datadir,
+    handle_errors,
+    print_json,
+    waiting,
+)
 from service.config import get_settings
 
 PER_FILE_LIMIT = 10  # above this many files, print one line per folder
@@ -57,6 +66,7 @@ def ingest(
     meta: Annotated[
         list[str] | None, typer.Option("--meta", help="device metadata KEY=VALUE (repeatable)")
     ] = None,
+    wait: WaitOption = False,
     json_output: JsonOption = False,
     max_bytes: Annotated[
         str | None,
@@ -80,14 +90,17 @@ def ingest(
     Sizes are bytes.  Unknown columns are refused.  One bad row rejects the whole import.
     CSV is read in chunks: memory stays bounded whatever the file size.
     """
-    sweep = ingest_paths(
-        datadir(),
-        device,
-        paths,
-        device_class=device_class,
-        metadata=parse_meta(meta or []) or None,
-        max_bytes=_limit(max_bytes),
-    )
+    data = datadir()
+    # One writer per device: parallel imports of the same files store them once.
+    with data.device_lock(device, "ingest", wait=wait, on_wait=waiting):
+        sweep = ingest_paths(
+            data,
+            device,
+            paths,
+            device_class=device_class,
+            metadata=parse_meta(meta or []) or None,
+            max_bytes=_limit(max_bytes),
+        )
     files = sweep.info.get("files", [])
     if json_output:
         print_json({"device": device, "sweep_id": sweep.id, "points": sweep.n_points, **sweep.info})

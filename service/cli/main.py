@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from service.cli import devices, ingest, models, quickstart, serve, sweep, traces
+from service.cli import (
+    catalog, devices, export, ingest, models, quickstart, reference, report, serve, sweep, traces,
+)
 
 app = typer.Typer(
     name="ssdpredict",
@@ -21,7 +23,7 @@ def _root() -> None:
     """Black-box SSD performance prediction: sweep a device with fio, train models, predict."""
 
 
-for module in (sweep, ingest, devices, models, traces, serve, quickstart):
+for module in (sweep, ingest, devices, models, report, export, traces, reference, serve, quickstart, catalog):
     module.register(app)
 
 

@@ -15,12 +15,14 @@ from service.cli.common import (
     DeviceOption,
     METRIC_LABELS,
     JsonOption,
+    WaitOption,
     cli_table,
     console,
     datadir,
     handle_errors,
     print_json,
     progress_bar,
+    waiting,
 )
 
 if TYPE_CHECKING:
@@ -50,7 +52,11 @@ def train(
     time_budget: Annotated[float, typer.Option(
         min=0.0, help="seconds to spend tuning (whole device)")] = 60.0,
     features: FeaturesOption = "extended",
-    no_activate: Annotated[bool, typer.Option("--no-activate", help="register without activating")] = False,
+    activate: Annotated[bool | None, typer.Option(
+        "--activate/--no-activate",
+        help="activate even if its CV error is worse than the active version's / register without "
+        "activating (default: activate unless worse beyond noise)")] = None,
+    wait: WaitOption = False,
     json_output: JsonOption = False,
 ) -> None:
     """Train one model per metric (and per region) and register a new model version."""
@@ -66,7 +72,10 @@ def train(
             folds=folds,
             time_budget_s=time_budget,
             feature_sets=feature_sets,
-            activate=not no_activate,
+            activate=activate is not False,
+            force_activate=activate is True,
+            wait=wait,
+            on_wait=waiting,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
         )
     if json_output:
@@ -76,6 +85,27 @@ def train(
         f"trained [bold]{mv.device}[/] version [bold]{mv.version}[/]{' (active)' if mv.active else ''}"
     )
     _print_manifest_summary(mv.manifest)
+    _print_activation(mv.manifest)
+
+
+def _print_activation(manifest: dict[str, Any]) -> None:
+    decision = manifest.get("activation") or {}
+    previous = decision.get("previous")
+    for metric, e in (decision.get("worse") or {}).items():
+        new = "missing" if e["new"] is None else f"{e['new']:.2%}"
+        margin = "" if e["margin"] is None else f" (noise margin {e['margin']:.2%})"
+        console.print(f"  {metric}: CV MRE {new} here vs {e['active']:.2%} in active {previous}{margin}",
+                      highlight=False)
+    if decision.get("activated"):
+        console.print(f"activated: {decision.get('reason')}", highlight=False)
+    elif previous is not None and decision.get("worse"):
+        console.print(f"[yellow]not activated[/]: {decision.get('reason')}; {previous} stays active "
+                      "(use --activate to activate it anyway)", highlight=False)
+    elif decision:
+        console.print(f"not activated: {decision.get('reason')}", highlight=False)
+    missing = manifest.get("missing_metrics") or []
+    if missing:
+        console.print(f"not trained (no data): {', '.join(missing)}", highlight=False)
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
@@ -87,8 +117,11 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
             continue
         g = m["global"]
         auto = [r for r, e in m.get("regions", {}).items() if e.get("auto")]
+        # the fold-to-fold spread says how much of a difference between versions is noise
+        spread = f" ± {g['cv_fold_std']:.2%}" if g.get("cv_fold_std") is not None else ""
         table.add_row(
-            metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}", ", ".join(auto) or "-"
+            metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}{spread}",
+            ", ".join(auto) or "-",
         )
     console.print(table)
 

@@ -12,12 +12,14 @@ from modeling.workload import Workload, format_size, parse_size
 from service.cli.common import (
     DeviceOption,
     JsonOption,
+    WaitOption,
     console,
     datadir,
     err_console,
     handle_errors,
     print_json,
     progress_bar,
+    waiting,
 )
 from service.config import get_settings
 
@@ -99,6 +101,10 @@ def sweep(
     sizes: Annotated[str | None, typer.Option(help="value list, e.g. 4k,64k")] = None,
     randomness: Annotated[str | None, typer.Option(help="value list, e.g. 0,1")] = None,
     numjobs: Annotated[str | None, typer.Option(help="value list, e.g. 1,4")] = None,
+    wait: WaitOption = False,
+    open_loop: Annotated[str | None, typer.Option(
+        "--open-loop", help="then Poisson-arrival points at these fractions of each mix's measured capacity, "
+        "e.g. 0.1,0.3,0.6,0.9 (trace predictions learn light-load latency from them)")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
@@ -126,10 +132,21 @@ def sweep(
         where = target or f"NVMe-oF {nvmeof_nqn}"
         console.print(f"plan {the_plan.name}: {len(the_plan)} points x {repeats} repeat(s) on "
                       f"{where}, runtime {runtime}")
+    fractions = _list(open_loop, float, "open-loop")
+    open_id = None
     with progress_bar(quiet=json_output) as bar:
         result = run_sweep(data, device, the_plan, settings,
-                           progress=sweep_progress(bar, len(the_plan) * repeats))
-    _present(device, the_plan.name, result, json_output)
+                           progress=sweep_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
+        if fractions:
+            from collectors.openloop import measure_after_sweep
+
+            task = bar.add_task("open-loop points", total=None)
+            open_sweep = measure_after_sweep(
+                data, device, result, settings, fractions,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+            open_id = open_sweep.id
+    _present(device, the_plan.name, result, json_output, open_id)
 
 
 def sweep_progress(bar: Progress, total: int) -> Callable[[int, int, Workload], None]:
@@ -158,16 +175,21 @@ def sweep_progress(bar: Progress, total: int) -> Callable[[int, int, Workload], 
     return advance
 
 
-def _present(device: str, plan_name: str, result: Sweep, json_output: bool) -> None:
+def _present(
+    device: str, plan_name: str, result: Sweep, json_output: bool, open_id: int | None = None
+) -> None:
     repeat_cv = result.info.get("repeat_cv") or {}
     if json_output:
         print_json({"device": device, "sweep_id": result.id, "status": result.status,
                     "points": result.n_points, "planned": result.n_planned, "plan": plan_name,
                     "engine": result.info.get("engine"), "target": result.target,
-                    "repeat_cv": result.info.get("repeat_cv")})
+                    "repeat_cv": result.info.get("repeat_cv"),
+                    "open_loop_sweep_id": open_id})
         return
     console.print(f"sweep {result.id} of {device}: {result.n_points}/{result.n_planned} points stored "
                   f"({result.status}, engine {result.info.get('engine')})")
+    if open_id is not None:
+        console.print(f"open-loop points stored as sweep {open_id}")
     for metric, stats in repeat_cv.items():
         console.print(f"  repeat CV {metric}: mean {100 * stats['mean']:.1f} %, "
                       f"median {100 * stats['median']:.1f} %, max {100 * stats['max']:.1f} %")

@@ -33,6 +33,9 @@ LanesOpt = Annotated[
     Optional[int],
     typer.Option("--lanes", help="parallel replay jobs (default: the trace's peak in flight, else 16)"),
 ]
+MethodOpt = Annotated[
+    str, typer.Option("--method", help="open-loop (queueing on the device's curve) or trace-qd (the old one)")
+]
 WindowReqOpt = Annotated[
     Optional[int], typer.Option("--window-requests", help="N requests per window", min=1)
 ]
@@ -233,6 +236,7 @@ def validate_cmd(
     destroy_data: Annotated[bool, typer.Option("--destroy-data")] = False,
     lanes: LanesOpt = None,
     speed: Annotated[float, typer.Option("--speed")] = 1.0,
+    method: MethodOpt = "open-loop",
     plot: Annotated[
         Optional[Path], typer.Option("--plot", help="PNG path (default: FILE.validation.png)")
     ] = None,
@@ -257,6 +261,7 @@ def validate_cmd(
         speed=speed,
         plot_path=png,
         lanes=lanes,
+        method=method,
         fio=get_settings().fio,
     )
     if output is not None:
@@ -266,17 +271,66 @@ def validate_cmd(
         return
     for w in report.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    cols = [
-        c
-        for c in report.windows.columns
-        if c.startswith(("window_start", "pred_")) and not c.endswith(("_lower", "_upper"))
-    ] + [c for c in report.windows.columns if c.endswith("_rel_error")]
-    console.print(report.windows[cols].to_string(index=False, max_rows=40))
+    cols = ["window_start_s", "offered_iops", "utilisation", "saturated", "pred_latency_mean_us",
+            "latency_mean_us", "pred_latency_p99_us", "latency_p99_us", "pred_iops", "iops"]
+    shown = [c for c in cols if c in report.windows.columns]
+    console.print(report.windows[shown].to_string(index=False, max_rows=40))
     for metric, e in report.summary["errors"].items():
         mre = "n/a" if e["mre"] is None else f"{e['mre'] * 100:.1f} %"
-        console.print(f"MRE {metric}: {mre} over {e['n']} windows", highlight=False)
+        uns = e["unsaturated"]
+        extra = "" if uns["mre"] is None else f" ({uns['mre'] * 100:.1f} % over {uns['n']} unsaturated)"
+        console.print(f"MRE {metric}: {mre} over {e['n']} windows{extra}", highlight=False)
+    sat = report.summary.get("saturation")
+    if sat and sat["agree"] is not None:
+        console.print(
+            f"saturation flagged correctly on {sat['agree'] * 100:.0f} % of {sat['windows']} windows "
+            f"(predicted {sat['predicted']}, measured {sat['measured']})",
+            highlight=False,
+        )
     if report.plot:
         console.print(f"plot: {report.plot}")
+
+
+@trace_app.command("predict")
+@handle_errors
+def predict_cmd(
+    file: Annotated[Path, typer.Argument(help="trace file")],
+    device: DeviceOption,
+    fmt: FormatOpt = "auto",
+    window: WindowOpt = "1s",
+    window_requests: WindowReqOpt = None,
+    method: MethodOpt = "open-loop",
+    json_out: JsonOption = False,
+    output: Annotated[
+        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
+    ] = None,
+) -> None:
+    """What the trace's load does on the device, per window: latency, in flight, utilisation, saturation."""
+    from traces.predict import predict_trace
+
+    result, _ = predict_trace(
+        datadir(), device, file, fmt=fmt, window_s=parse_duration(window),
+        window_requests=window_requests, method=method,
+    )
+    if output is not None:
+        result.windows.to_csv(output, index=False)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    for w in result.warnings:
+        console.print(f"[yellow]note:[/] {w}", highlight=False)
+    s = result.summary
+    console.print(
+        f"{s['windows']} windows, offered {s['offered_iops']:.0f} IO/s ({s['offered_mib_s']:.1f} MiB/s) on "
+        f"average; peak utilisation {s['peak_utilisation'] * 100:.0f} %, {s['saturated_windows']} window(s) "
+        f"saturated; mean latency {s['pred_latency_mean_us']:.1f} us ({result.method})",
+        highlight=False,
+    )
+    cols = ["window_start_s", "offered_iops", "offered_mib_s", "utilisation", "saturated", "pred_inflight",
+            "pred_latency_mean_us", "pred_latency_p99_us"]
+    console.print(result.windows[cols].to_string(index=False, max_rows=40))
+    if output is not None:
+        console.print(f"window table written to {output}")
 
 
 def register(app: typer.Typer) -> None:

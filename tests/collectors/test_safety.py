@@ -82,10 +82,12 @@ def test_magic_bytes_without_blkid(tmp_path: Path) -> None:
 def test_files_are_fine_and_created_with_real_data(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "t.img"
     assert check_target(target).kind == "file"
-    prepare_file(target, 3 << 20)
+    created: list[Path] = []
+    prepare_file(target, 3 << 20, created=created.append)
+    assert created == [target]
     assert target.stat().st_size == 3 << 20
     assert os.stat(target).st_blocks * 512 >= 3 << 20  # not sparse: reads must touch the disk
-    assert check_target(target).size == 3 << 20
+    assert check_target(target, owned=lambda path, st: path == target).size == 3 << 20
 
 
 def test_other_kinds_of_target_are_invalid(tmp_path: Path) -> None:

@@ -89,8 +89,9 @@ def test_repeats_are_stored_with_their_spread(datadir: DataDir, tmp_path: Path, 
 
 def test_precondition_fills_the_span_and_fio_steady_state(datadir: DataDir, tmp_path: Path,
                                                           fio_available: str) -> None:
+    # a file of the user's: only --destroy-data lets the sweep write over it
     settings = _settings(tmp_path, precondition=True, steady_state=True, steady_state_window="2s",
-                         steady_state_max="3s", size="8MiB")
+                         steady_state_max="3s", size="8MiB", destroy_data=True)
     target = Path(settings.target)
     from collectors.safety import prepare_file
 

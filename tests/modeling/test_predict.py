@@ -10,7 +10,7 @@ from modeling.errors import InvalidInput, NoModel, NotFound
 from modeling.training.fit import fit_device_model
 from modeling.serving.predict import predict
 from modeling.workload import METRICS, Workload
-from tests.modeling.conftest import GRID, fast_candidates, synthetic_rows
+from tests.modeling.conftest import fast_candidates, synthetic_rows
 
 
 @pytest.fixture(scope="module")
@@ -163,53 +163,3 @@ def test_region_model_missing_is_not_found():
     wl = Workload(write_ratio=0.0, queue_depth=4, request_size=4096, randomness=1.0)
     with pytest.raises(NotFound):
         m.predict_one(wl, model="read-sequential-large")
-
-
-@pytest.fixture(scope="module")
-def rich_model():
-    """Every kind of scope model at once: load-gated, GP and relative-loss members, regions, ratio."""
-    from modeling.training.selection import _c
-
-    cands = [
-        _c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
-        _c("extended", "gp", n_restarts=0),
-        _c("extended", "extra_trees", n_estimators=10, min_samples_leaf=3, loss="relative"),
-    ]
-    # random I/O only: four regions of 16 workloads each still get their own models, on half
-    # the rows (the Gaussian processes' fits grow as n³)
-    rows = synthetic_rows(noise=0.1, seed=1, grid={**GRID, "randomness": (1.0,)})
-    m, _ = fit_device_model(rows, folds=3, candidates=cands)
-    assert {spec.mode for spec in m.specs.values()} >= {"direct", "ratio"}
-    assert len(m.specs["iops"].scopes) > 1  # region models too
-    return m
-
-
-def test_single_row_path_equals_the_matrix_path(rich_model):
-    """predict_row (the service's lone requests) answers exactly what predict_matrix answers."""
-    from modeling.workload import REGION_NAMES
-
-    rng = np.random.default_rng(5)
-    n = 300
-    w = np.column_stack(
-        [
-            rng.choice([0.0, 0.3, 0.7, 1.0, 0.55], n),
-            rng.choice([1, 3, 4, 16, 64, 200], n),
-            rng.choice([4096, 8192, 65536, 1 << 20], n),
-            rng.choice([0.0, 1.0, 0.4], n),
-            rng.choice([1, 2, 4, 9], n),
-        ]
-    ).astype(float)
-    w = np.column_stack([w, w[:, 2], w[:, 2], w[:, 3], w[:, 3]])  # per-direction fields default
-    choices = ["auto", "global"] + [r for r in REGION_NAMES if r in rich_model.specs["iops"].scopes]
-    for choice in choices:
-        batch = rich_model.predict_matrix(w, model=choice)
-        for i in range(0, n, 7):
-            row = rich_model.predict_row(w[i].tolist(), model=choice)
-            for metric, (value, lower, upper, extrap, scope) in row.items():
-                bv, bl, bu, be, bs = (a[i] for a in batch[metric])
-                assert (scope, extrap) == (bs, be), (choice, metric, i)
-                # equal up to float summation order (a Gaussian process sums its kernel by BLAS)
-                np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
-    assert rich_model.predict_row(w[0].tolist(), metrics=["iops"]).keys() == {"iops"}
-    with pytest.raises(InvalidInput, match="unknown model"):
-        rich_model.predict_row(w[0].tolist(), model="fastest")

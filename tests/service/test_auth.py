@@ -77,3 +77,16 @@ def test_cors_is_off_unless_configured(api: TestClient, trained: DataDir, make_a
             "access-control-allow-origin"
             not in c.options("/v1/predict", headers={**preflight, "Origin": "https://evil.example"}).headers
         )
+
+
+def test_validate_needs_the_token_and_its_errors_show_no_server_path(
+    secured: TestClient, trained: DataDir
+) -> None:
+    path = f"/v1/devices/{DEVICE}/validate"
+    upload = {"files": {"file": ("my.trace", b"not a trace at all\n\x00\x01")}}
+    assert_error(secured.post(path, **upload), 401, "unauthorized")
+    assert_error(secured.post(path, headers={"Authorization": "Bearer wrong"}, **upload), 403, "forbidden")
+    r = secured.post(path, headers={"Authorization": f"Bearer {TOKEN}"}, **upload)
+    assert r.status_code == 422, r.text
+    assert str(trained.root) not in r.text and "upload-" not in r.text and "/tmp" not in r.text
+    assert "my.trace" in r.text

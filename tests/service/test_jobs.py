@@ -66,8 +66,9 @@ def test_retrain_swaps_the_model_atomically_under_load(api: TestClient, trained:
         job = r.json()
         assert job["state"] in ("queued", "running") and job["device"] == DEVICE
         # A second retrain of the same device while the first runs is refused.
-        conflict = assert_error(api.post(f"/v1/devices/{DEVICE}/retrain", json=QUICK), 409, "conflict")
-        assert conflict["details"] == {"job_id": job["id"]}
+        # (the device's writer lock: it says which job holds it)
+        conflict = assert_error(api.post(f"/v1/devices/{DEVICE}/retrain", json=QUICK), 409, "device_busy")
+        assert conflict["details"]["operation"] == "train" and conflict["details"]["detail"] == job["id"]
         done = wait_job(api, job["id"])
         time.sleep(0.3)  # keep predicting on the new version for a moment
     finally:

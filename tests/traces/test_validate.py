@@ -110,5 +110,6 @@ def test_validate_route_trace_without_latency(trained: DataDir) -> None:
     doc = res.json()
     assert doc["summary"]["errors"] == {} and doc["warnings"]
     assert [w["requests"] for w in doc["windows"]] == [1000] * 6 + [999]
-    assert all(w["trace_latency_mean_us"] is None and w["pred_latency_mean_us"] > 0 for w in doc["windows"])
-    assert all(w["trace_iops"] > 0 and "iops" not in w for w in doc["windows"])
+    assert all("latency_mean_us" not in w and w["pred_latency_mean_us"] > 0 for w in doc["windows"])
+    assert all(w["offered_iops"] > 0 and "iops" not in w for w in doc["windows"])
+    assert doc["method"] == "open-loop" and all(w["utilisation"] > 0 for w in doc["windows"])

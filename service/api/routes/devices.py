@@ -6,14 +6,19 @@ import json
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile
+from dataclasses import asdict
+
+from fastapi import APIRouter, File, Form, Path, UploadFile
 from starlette.concurrency import run_in_threadpool
 
 from collectors.devices import DEVICE_CLASSES
 from collectors.ingest import ingest_bytes
 from modeling.errors import InvalidInput
-from service.api.deps import DataDirDep, DeviceDep, SettingsDep, TokenDep
+from modeling.store import DataDir, Sweep
+from modeling.store.delete import delete_device, delete_sweep
+from service.api.deps import DataDirDep, DeviceDep, SettingsDep, StateDep, TokenDep
 from service.api.schemas import (
+    DeletedPublic,
     DevicePublic,
     DevicesPublic,
     DeviceSummary,
@@ -73,6 +78,7 @@ def get_device(device: DeviceDep, datadir: DataDirDep) -> DevicePublic:
     responses={
         401: {"model": ErrorResponse, "description": "token required"},
         403: {"model": ErrorResponse, "description": "wrong token"},
+        409: {"model": ErrorResponse, "description": "another writer holds the device"},
         413: {"model": ErrorResponse, "description": "upload larger than max_upload_bytes"},
         422: {"model": ErrorResponse, "description": "not fio JSON nor ingest CSV (the message says where)"},
     },
@@ -100,16 +106,47 @@ async def upload_sweep(
     meta = _metadata(metadata)
     data = await file.read()
     sweep = await run_in_threadpool(
-        ingest_bytes,
-        datadir,
-        device,
-        file.filename or "upload",
-        data,
-        device_class=device_class,
-        metadata=meta,
-        max_bytes=settings.max_upload_bytes,
+        _ingest_locked, datadir, device, file.filename or "upload", data, device_class, meta,
+        settings.max_upload_bytes,
     )
     return SweepPublic.from_sweep(sweep)
+
+
+def _ingest_locked(datadir: DataDir, device: str, name: str, data: bytes, device_class: str | None,
+                   meta: dict[str, Any] | None, max_bytes: int) -> Sweep:
+    # one writer per device, as on the CLI: a busy device answers 409 at once
+    with datadir.device_lock(device, "ingest"):
+        return ingest_bytes(datadir, device, name, data, device_class=device_class, metadata=meta,
+                            max_bytes=max_bytes)
+
+
+_DELETE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorResponse, "description": "token required"},
+    403: {"model": ErrorResponse, "description": "wrong token"},
+    404: {"model": ErrorResponse, "description": "unknown device or sweep"},
+    409: {"model": ErrorResponse, "description": "another writer holds the device"},
+}
+
+
+@router.delete(
+    "/{device}", response_model=DeletedPublic, dependencies=[TokenDep], responses=_DELETE_RESPONSES
+)
+def remove_device(device: DeviceDep, state: StateDep) -> dict[str, Any]:
+    """Delete a device with its sweeps, measurements and model versions (files included)."""
+    gone = delete_device(state.datadir, device)
+    state.model_deleted(device)
+    return asdict(gone)
+
+
+@router.delete(
+    "/{device}/sweeps/{sweep_id}", response_model=DeletedPublic, dependencies=[TokenDep],
+    responses=_DELETE_RESPONSES,
+)
+def remove_sweep(
+    device: DeviceDep, sweep_id: Annotated[int, Path(ge=1, le=2**62, examples=[12])], datadir: DataDirDep
+) -> dict[str, Any]:
+    """Delete one sweep of a device: its points and Parquet file (models trained on it stay)."""
+    return asdict(delete_sweep(datadir, sweep_id, device=device))
 
 
 def _metadata(text: str | None) -> dict[str, Any] | None:

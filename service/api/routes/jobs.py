@@ -22,7 +22,7 @@ router = APIRouter(tags=["jobs"])
         401: {"model": ErrorResponse, "description": "token required"},
         403: {"model": ErrorResponse, "description": "wrong token"},
         404: {"model": ErrorResponse, "description": "unknown device"},
-        409: {"model": ErrorResponse, "description": "a retrain of this device is already running"},
+        409: {"model": ErrorResponse, "description": "a retrain (or other writer) of this device is running"},
     },
 )
 def retrain(
@@ -40,11 +40,14 @@ def retrain(
 ) -> dict[str, Any]:
     """Retrain a device's models in the background; follow the returned job at `/v1/jobs/{id}`.
 
-    The new version becomes active only when training succeeded; until then (and if it
-    fails) predictions keep coming from the current version.
+    The new version becomes active only when training succeeded and its cross-validated
+    error is not worse than the active version's beyond noise (or `activate` is true);
+    the job's `result.activation` says what was decided, with both errors.  Until then
+    (and if it fails) predictions keep coming from the current version.
     """
     opts = options or RetrainRequest.model_validate({})
-    job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s)
+    job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s,
+                     activate=opts.activate is not False, force_activate=opts.activate is True)
     return asdict(job)
 
 
@@ -57,5 +60,5 @@ def get_job(
     job_id: Annotated[str, Path(pattern=r"^[0-9a-f]{32}$", examples=["3f2a9c0d4e5b6a7980716253443a2b1c"])],
     jobs: JobsDep,
 ) -> dict[str, Any]:
-    """A job's state (`queued`, `running`, `succeeded`, `failed`), progress, and result or error."""
+    """A job's state (`queued`, `running`, `succeeded`, `failed`, `interrupted`), progress, outcome."""
     return asdict(jobs.get(job_id))

@@ -1,9 +1,11 @@
-"""Route: upload a trace, get per-window workload vectors, predictions and errors.
+"""Routes: upload a trace, get its per-window predictions (``predict-trace``) or errors (``validate``).
 
 Errors (predicted vs measured) are returned when the trace itself carries measured
 latency (blktrace/blkparse issue-completion pairs, MSR response times, a captured trace).
 Replay on a target is not offered over the API: it writes to a device, which needs the
-CLI's explicit ``--target`` and ``--destroy-data``.
+CLI's explicit ``--target`` and ``--destroy-data``.  The upload is written to a scratch file
+and parsed, so it needs the token like the other uploads; its errors name the uploaded
+file, never the server's scratch path.
 """
 
 from __future__ import annotations
@@ -12,14 +14,43 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep
+from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
+from service.api.schemas import ErrorResponse
+from traces.openloop import METHODS
+from traces.predict import predict_upload
 from traces.reader import FORMATS
 from traces.validate import validate_upload
 
 router = APIRouter()
 
+_PREDICT_EXAMPLE = {
+    "device": "nvme0",
+    "model_version": "v20261122-051700-123456",
+    "method": "open-loop",
+    "summary": {"windows": 1, "saturated_windows": 0, "peak_utilisation": 0.06, "offered_iops": 412.7,
+                "offered_mib_s": 6.07, "pred_latency_mean_us": 24.1, "pred_latency_p99_us_max": 80.3},
+    "warnings": [],
+    "windows": [
+        {"window_start_s": 0.0, "window_end_s": 1.0, "requests": 413, "too_short": False,
+         "offered_iops": 413.0, "offered_mib_s": 6.1, "write_ratio": 0.0, "request_size": 15360,
+         "randomness": 0.94,
+         "arrival_cv2": 1.4, "capacity_iops": 7012.0, "utilisation": 0.059, "saturated": False,
+         "pred_inflight": 0.01, "pred_latency_mean_us": 24.1, "pred_latency_mean_us_lower": 19.0,
+         "pred_latency_mean_us_upper": 30.2, "pred_latency_p99_us": 80.3, "pred_iops": 413.0,
+         "pred_bandwidth_mib_s": 6.1, "extrapolated": False, "method": "open-loop"}
+    ],
+}
 
-@router.post("/v1/devices/{device}/validate", tags=["traces"])
+
+@router.post(
+    "/v1/devices/{device}/validate",
+    tags=["traces"],
+    dependencies=[TokenDep],
+    responses={
+        401: {"model": ErrorResponse, "description": "token required"},
+        403: {"model": ErrorResponse, "description": "wrong token"},
+    },
+)
 def validate_trace(
     device: DeviceDep,
     datadir: DataDirDep,
@@ -29,6 +60,7 @@ def validate_trace(
     format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
     window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
     window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
+    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
 ) -> dict[str, Any]:
     """Characterise an uploaded trace per window, predict each window and compare with measured values."""
     data = file.file.read(settings.max_upload_bytes + 1)
@@ -40,6 +72,39 @@ def validate_trace(
         fmt=format,
         window_s=window_s,
         window_requests=window_requests,
+        max_bytes=settings.max_upload_bytes,
+        registry=registry,
+        method=method,
+    )
+
+
+@router.post(
+    "/v1/devices/{device}/predict-trace",
+    tags=["traces"],
+    responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}}},
+)
+def predict_trace(
+    device: DeviceDep,
+    datadir: DataDirDep,
+    registry: RegistryDep,
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
+    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
+    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
+    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
+    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+) -> dict[str, Any]:
+    """What an uploaded trace's load does on the device, per window: offered load, latency, saturation."""
+    data = file.file.read(settings.max_upload_bytes + 1)
+    return predict_upload(
+        datadir,
+        device,
+        data,
+        filename=file.filename or "",
+        fmt=format,
+        window_s=window_s,
+        window_requests=window_requests,
+        method=method,
         max_bytes=settings.max_upload_bytes,
         registry=registry,
     )

@@ -20,6 +20,7 @@ from service.api.schemas.predict import (
     WorkloadColumns,
 )
 from service.api.schemas.resources import (
+    DeletedPublic,
     DevicePublic,
     DevicesPublic,
     DeviceSummary,
@@ -35,6 +36,7 @@ __all__ = [
     "BatchPredictRequest",
     "BatchPredictResponse",
     "BatchWorkload",
+    "DeletedPublic",
     "DeviceName",
     "DevicePublic",
     "DeviceSummary",

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from service.api.schemas.common import ErrorDetail
 
-JobState = Literal["queued", "running", "succeeded", "failed"]
+JobState = Literal["queued", "running", "succeeded", "failed", "interrupted"]
 
 
 class RetrainRequest(BaseModel):
@@ -22,6 +22,11 @@ class RetrainRequest(BaseModel):
     folds: int = Field(5, ge=2, le=20, description="cross-validation folds")
     time_budget_s: float | None = Field(
         None, gt=0, le=86_400, allow_inf_nan=False, description="rough limit on training time"
+    )
+    activate: bool | None = Field(
+        None,
+        description="null (default): activate the new version unless its cross-validated error is worse "
+        "than the active version's beyond noise; true: activate it anyway; false: register only",
     )
 
 

@@ -10,6 +10,19 @@ from modeling.store import ModelVersion, Sweep
 from modeling.workload import Region
 
 
+class DeletedPublic(BaseModel):
+    """What a delete removed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"device": "nvme0", "sweeps": 2, "points": 96, "models": 3}]}
+    )
+
+    device: str
+    sweeps: int
+    points: int
+    models: int
+
+
 class SweepPublic(BaseModel):
     """A sweep or ingest of a device."""
 

@@ -1,0 +1,174 @@
+"""A reference block device every Linux machine can make: zram, a loop device over tmpfs, or a file.
+
+Trace validation needs a device that repeats: a virtual disk drifts by tens of percent
+between runs, so a model cannot be judged on it.  In order of preference:
+
+* ``zram``: a compressed RAM block device (``/sys/class/zram-control/hot_add``, then
+  ``disksize``).  4 KiB logical sectors, so direct I/O must be 4 KiB aligned.  It
+  completes I/O on the submitting CPU: it measures the CPU, quietly and repeatably.
+* ``loop``: a loop device over a file in a tmpfs (``/dev/shm``), 512-byte sectors.
+* ``file``: a scratch file under ``/var/tmp``, the fallback where neither can be made
+  (no root, no zram module, no loop devices); it goes through the page cache's disk and
+  is as noisy as that disk, which :attr:`Reference.note` says.
+
+Every device made here is recorded in ``DATADIR/reference.json``; :func:`destroy_reference`
+removes only devices recorded there, so it never touches a device someone else made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from modeling.errors import InvalidInput, NotFound
+from modeling.store import DataDir
+from modeling.workload import MIB
+
+KINDS = ("auto", "zram", "loop", "file")
+PREFIX = "ssdpredict-reference-"
+SYS = Path("/sys")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference device made by :func:`create_reference`."""
+
+    kind: str
+    path: str
+    size: int
+    logical_block_size: int
+    backing: str | None = None  # the tmpfs file behind a loop device
+    note: str = ""
+
+
+def _registry(datadir: DataDir) -> Path:
+    return datadir.root / "reference.json"
+
+
+def _load(datadir: DataDir) -> list[Reference]:
+    path = _registry(datadir)
+    if not path.exists():
+        return []
+    return [Reference(**r) for r in json.loads(path.read_text())]
+
+
+def _save(datadir: DataDir, refs: list[Reference]) -> None:
+    tmp = _registry(datadir).with_suffix(".tmp")
+    tmp.write_text(json.dumps([asdict(r) for r in refs], indent=1))
+    tmp.replace(_registry(datadir))
+
+
+def logical_block_size(path: str | Path) -> int:
+    """The logical block size of a block device (512 for files and unknown devices)."""
+    p = Path(path)
+    if not p.exists() or not p.resolve().is_block_device():
+        return 512
+    name = p.resolve().name
+    try:
+        return int((SYS / "block" / name / "queue" / "logical_block_size").read_text())
+    except (OSError, ValueError):
+        return 512
+
+
+def _make_zram(size: int) -> Reference:
+    control = SYS / "class" / "zram-control" / "hot_add"
+    if not control.exists():
+        raise OSError("no zram module (/sys/class/zram-control missing)")
+    index = int(control.read_text().strip())
+    try:
+        (SYS / "block" / f"zram{index}" / "disksize").write_text(str(size))
+    except OSError:
+        (SYS / "class" / "zram-control" / "hot_remove").write_text(str(index))
+        raise
+    path = f"/dev/zram{index}"
+    _fill(path, size)
+    return Reference("zram", path, size, logical_block_size(path), note="zram: RAM, 4 KiB sectors, CPU-bound")
+
+
+def _fill(path: str | Path, size: int) -> None:
+    """Write incompressible data over the whole span: reads of never-written zram pages or file
+    holes return zeros without touching the device, which would measure nothing."""
+    block = os.urandom(MIB)
+    with open(path, "r+b" if Path(path).exists() else "wb") as fh:
+        for _ in range(size // MIB):
+            fh.write(block)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _make_loop(size: int) -> Reference:
+    backing = Path("/dev/shm") / f"{PREFIX}{os.getpid()}-{os.urandom(3).hex()}.img"
+    _fill(backing, size)
+    try:
+        out = subprocess.run(
+            ["losetup", "--find", "--show", str(backing)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        backing.unlink(missing_ok=True)
+        raise OSError(f"losetup failed: {exc}") from exc
+    path = out.stdout.strip()
+    return Reference("loop", path, size, logical_block_size(path), str(backing), "loop device over tmpfs")
+
+
+def _make_file(size: int, why: str) -> Reference:
+    path = Path("/var/tmp") / f"{PREFIX}{os.getpid()}-{os.urandom(3).hex()}.img"
+    _fill(path, size)
+    note = f"scratch file on this machine's disk, as noisy as the disk ({why})"
+    return Reference("file", str(path), size, 512, note=note)
+
+
+def create_reference(datadir: DataDir, kind: str = "auto", size: int = 256 * MIB) -> Reference:
+    """Make a reference device (``auto``: zram, else loop over tmpfs, else a scratch file)."""
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown reference kind {kind!r}; use one of {', '.join(KINDS)}")
+    if not 16 * MIB <= size <= 64 * 1024 * MIB or size % MIB:
+        raise InvalidInput("reference size must be a whole number of MiB between 16 MiB and 64 GiB")
+    failures: list[str] = []
+    ref: Reference | None = None
+    for k in ("zram", "loop") if kind == "auto" else (kind,):
+        try:
+            ref = {"zram": _make_zram, "loop": _make_loop}[k](size) if k != "file" else _make_file(size, kind)
+            break
+        except OSError as exc:
+            failures.append(f"{k}: {exc}")
+    if ref is None:
+        if kind != "auto":
+            raise InvalidInput(f"cannot make a {kind} reference device: {'; '.join(failures)}")
+        ref = _make_file(size, "; ".join(failures))
+    _save(datadir, [*_load(datadir), ref])
+    return ref
+
+
+def list_references(datadir: DataDir) -> list[Reference]:
+    """The reference devices made here and not yet destroyed."""
+    return _load(datadir)
+
+
+def destroy_reference(datadir: DataDir, path: str) -> Reference:
+    """Remove a reference device made by :func:`create_reference` (only those)."""
+    refs = _load(datadir)
+    match = [r for r in refs if r.path == path]
+    if not match:
+        raise NotFound(
+            f"{path} is not a reference device made by ssdpredict (see `ssdpredict reference list`)"
+        )
+    ref = match[0]
+    if ref.kind == "zram":
+        name = Path(ref.path).name
+        (SYS / "block" / name / "reset").write_text("1")
+        (SYS / "class" / "zram-control" / "hot_remove").write_text(name.removeprefix("zram"))
+    elif ref.kind == "loop":
+        subprocess.run(["losetup", "--detach", ref.path], capture_output=True, timeout=30, check=False)
+        if ref.backing:
+            Path(ref.backing).unlink(missing_ok=True)
+    else:
+        Path(ref.path).unlink(missing_ok=True)
+    _save(datadir, [r for r in refs if r.path != path])
+    return ref

@@ -1,0 +1,164 @@
+"""Open-loop sweep points: Poisson arrivals at fractions of the capacity measured closed loop.
+
+A closed-loop sweep keeps ``iodepth x numjobs`` requests in flight; it cannot show what
+sparse arrivals meet (a cold I/O path: on a loop device over tmpfs, 71 us at 400 IO/s
+Poisson against 37 us at QD1).  After a device's closed-loop sweep, this runs, per
+measured workload mix (write ratio, sizes, randomness), fio with ``rate_process=poisson``
+for each fraction of that mix's measured capacity (the most IO/s any of its closed-loop
+points reached), plus the light rates of :data:`LIGHT_RATES` where they are well below the
+smallest fraction, and stores the points as one sweep (source ``open-loop``) with the offered
+rate in the ``offered_iops`` column.
+
+The arrivals come from :data:`LANES` synchronous (``psync``) jobs, each at ``rate / LANES``
+(fio's ``rate_iops`` is per job; the superposition of Poisson streams is Poisson).  Not one
+asynchronous job at a high iodepth: between rate-limited submissions fio sleeps without
+reaping completions, so an asynchronous job's latency includes those sleeps (measured on
+zram: 52 us at 2,000 IO/s and 197 us at 20,000 IO/s for I/O that takes 5-10 us).  A
+synchronous job measures each I/O exactly, and it is how ``trace replay`` issues a trace,
+so the points and the replays that validate predictions measure the same thing.
+
+Closed-loop rows have no ``offered_iops`` (NaN), and training leaves open-loop rows out:
+their IOPS is the offered rate, not the device's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from collectors.fio.jobs import JobSettings, effective_workload, global_options, render_job, workload_options
+from collectors.fio.results import load_fio_json, parse_fio_document
+from modeling.errors import InvalidInput, NoData
+from modeling.store import DataDir
+from modeling.store.records import Sweep
+from modeling.workload import Workload
+
+if TYPE_CHECKING:
+    from collectors.sweep_settings import SweepSettings
+
+OFFERED = "offered_iops"
+FRACTIONS = (0.1, 0.3, 0.6, 0.9)
+LIGHT_RATES = (200, 2000)
+LANES = 16
+MIX_FIELDS = (
+    "write_ratio",
+    "request_size",
+    "randomness",
+    "read_size",
+    "write_size",
+    "read_randomness",
+    "write_randomness",
+)
+
+
+def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a measurement frame that are closed-loop points (no offered rate)."""
+    if OFFERED not in frame.columns:
+        return frame
+    offered = pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64)
+    return frame.loc[~np.isfinite(offered)]
+
+
+def open_loop_plan(
+    frame: pd.DataFrame, fractions: Sequence[float] = FRACTIONS, max_mixes: int | None = None
+) -> list[tuple[Workload, int]]:
+    """``(workload of LANES psync jobs, offered IO/s)`` per measured mix and fraction of its capacity."""
+    if not fractions or not all(0 < f < 1.5 for f in fractions):
+        raise InvalidInput("open-loop fractions must be between 0 and 1.5 of the capacity")
+    closed = closed_loop_rows(frame)
+    if closed.empty or "iops" not in closed:
+        raise NoData("the device has no closed-loop measurements to take capacities from")
+    filled = closed.copy()
+    defaults = (("read_size", "request_size"), ("write_size", "request_size"),
+                ("read_randomness", "randomness"), ("write_randomness", "randomness"))
+    for f, src in defaults:
+        filled[f] = filled[f].fillna(filled[src]) if f in filled else filled[src]
+    capacity = filled.groupby(list(MIX_FIELDS))["iops"].max().reset_index()
+    if max_mixes is not None and len(capacity) > max_mixes:
+        # spread over the mixes, in a stable order
+        capacity = capacity.iloc[np.linspace(0, len(capacity) - 1, max_mixes).round().astype(int)]
+    plan = []
+    for _, mix in capacity.iterrows():
+        fields = {f: mix[f] for f in MIX_FIELDS}
+        for k in ("request_size", "read_size", "write_size"):
+            fields[k] = int(fields[k])
+        w = Workload(queue_depth=1, numjobs=LANES, **fields)
+        rates = [max(int(round(frac * float(mix["iops"]))), LANES) for frac in fractions]
+        # a fast device's 10 % is still tens of thousands of IO/s: sparse arrivals, where the
+        # cold I/O path shows, need their own points
+        light = [r for r in LIGHT_RATES if r < 0.5 * min(rates)]
+        plan += [(w, rate) for rate in light + rates]
+    return plan
+
+
+def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings) -> str:
+    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs."""
+    per_job = max(int(round(rate_iops / workload.numjobs)), 1)
+    options = {**workload_options(workload), "rate_iops": str(per_job), "rate_process": "poisson"}
+    return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
+
+
+def measure_open_loop(
+    datadir: DataDir,
+    device: str,
+    settings: JobSettings,
+    *,
+    fractions: Sequence[float] = FRACTIONS,
+    max_mixes: int | None = None,
+    runner: Callable[..., str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """Run the open-loop points of ``device`` (see the module docstring) and store them as one sweep."""
+    if runner is None:
+        from collectors.fio.runner import run_fio
+
+        runner = run_fio
+    plan = open_loop_plan(datadir.catalog.measurements(device), fractions, max_mixes)
+    timeout = (settings.runtime_ms + settings.ramp_ms) / 1000.0 + 120.0
+    rows: list[dict[str, Any]] = []
+    raws: list[str | None] = []
+    for i, (workload, rate) in enumerate(plan):
+        text = runner(build_open_loop_job(workload, rate, settings), timeout=timeout)
+        doc = load_fio_json(text, source="open-loop point")
+        row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
+        row.update(effective_workload(workload).as_row())
+        row[OFFERED] = float(max(int(round(rate / workload.numjobs)), 1) * workload.numjobs)
+        row["engine"] = "psync"
+        rows.append(row)
+        raws.append(text)
+        if progress:
+            progress(i + 1, len(plan))
+    info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync"}
+    return datadir.catalog.add_measurements(device, rows, source="open-loop", info=info, raws=raws)
+
+
+def measure_after_sweep(
+    datadir: DataDir,
+    device: str,
+    sweep: Sweep,
+    settings: SweepSettings,
+    fractions: Sequence[float],
+    progress: Callable[[int, int], None] | None = None,
+) -> Sweep:
+    """The open-loop points of a finished closed-loop sweep, on its target with its span and timing."""
+    if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
+        raise InvalidInput("open-loop points are measured on a local target only (not remote, NVMe-oF, CSD)")
+    from collectors.fio.runner import run_fio
+    from collectors.safety import check_target
+
+    target = sweep.target or settings.target
+    info = check_target(target, settings.destroy_data)
+    size = settings.size_bytes
+    if info.kind != "file":
+        size = min(size, info.size - settings.offset_bytes)
+    job = JobSettings(
+        target=info.path, engine="psync", size=size, offset=settings.offset_bytes,
+        runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms,
+    )
+    runner = partial(run_fio, binary=settings.fio)
+    return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress)

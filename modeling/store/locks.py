@@ -1,0 +1,129 @@
+"""One writer per device at a time: sweep, ingest, train and delete, across processes.
+
+Each device has a lock file ``<home>/locks/<device>.lock`` held with an exclusive
+``flock`` for the whole operation.  ``flock`` locks belong to an open file description,
+so they exclude other processes (CLI commands, API worker processes) and other threads
+of one process alike, and the kernel drops them when the holder dies, even by
+``kill -9``: a crashed writer never leaves a device locked.  The holder writes who it is
+(operation, PID, start time) into the file, so a refused writer can say who is busy.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from modeling.errors import DeviceBusy
+from modeling.store.records import utcnow
+
+OPERATIONS = ("sweep", "ingest", "train", "delete", "rebuild")
+
+
+def lock_path(root: Path, device: str) -> Path:
+    """The lock file of ``device`` (a name already validated) under the data directory ``root``."""
+    return Path(root) / "locks" / f"{device}.lock"
+
+
+class DeviceLock:
+    """An exclusive, process-wide lock on one device (a context manager).
+
+    ``wait=False`` raises ``DeviceBusy`` at once when another writer holds the device;
+    ``wait=True`` blocks until it is free, calling ``on_wait(message)`` first.
+    """
+
+    def __init__(self, root: Path, device: str, operation: str, *, wait: bool = False,
+                 on_wait: Callable[[str], None] | None = None, detail: str | None = None) -> None:
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}")
+        self.path = lock_path(root, device)
+        self.device = device
+        self.operation = operation
+        self.wait = wait
+        self.on_wait = on_wait
+        self.detail = detail
+        self._fd: int | None = None
+
+    def acquire(self) -> DeviceLock:
+        """Take the lock (see the class); returns ``self``."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                busy = self._busy(fd)
+                if not self.wait:
+                    raise busy from None
+                if self.on_wait is not None:
+                    self.on_wait(f"{busy.message}; waiting")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            holder = {"operation": self.operation, "pid": os.getpid(), "since": utcnow(),
+                      "detail": self.detail}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Give the lock up (closing the file releases the ``flock``)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock now."""
+        return self._fd is not None
+
+    def _busy(self, fd: int) -> DeviceBusy:
+        holder = _read_holder(fd)
+        if holder is None:
+            return DeviceBusy(f"device {self.device!r} is busy: another writer holds it",
+                              details={"device": self.device})
+        what = holder.get("operation", "a writer")
+        return DeviceBusy(
+            f"device {self.device!r} is busy: {what} by PID {holder.get('pid')} since "
+            f"{holder.get('since')}; try again when it is done (or pass --wait)",
+            details={"device": self.device, **holder},
+        )
+
+    def __enter__(self) -> DeviceLock:
+        return self if self.held else self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0) or b"null")
+    except ValueError:
+        return None
+    return holder if isinstance(holder, dict) else None
+
+
+def lock_holder(root: Path, device: str) -> dict[str, Any] | None:
+    """Who holds ``device``'s lock now (operation, pid, since, detail), or None if nobody."""
+    path = lock_path(root, device)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_holder(fd) or {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

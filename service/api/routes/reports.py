@@ -1,0 +1,49 @@
+"""Routes: a device's report, one self-contained HTML page."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from modeling.reporting import build_report
+from modeling.store import validate_name
+from service.api.deps import DataDirDep, DeviceDep, RegistryDep
+from service.api.schemas import ErrorResponse
+
+router = APIRouter(prefix="/v1/devices", tags=["reports"])
+
+MAX_COMPARE = 4
+"""Devices a report may put beside its subject (each adds a model refit and plots)."""
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/html": {}}, "description": "the report page (plots embedded, no external URLs)"},
+    404: {"model": ErrorResponse, "description": "unknown device"},
+    422: {"model": ErrorResponse, "description": "a device without measurements, or named twice"},
+}
+
+
+@router.get("/{device}/report", response_class=HTMLResponse, responses=_RESPONSES)
+async def device_report(
+    device: DeviceDep,
+    datadir: DataDirDep,
+    registry: RegistryDep,
+    compare: Annotated[
+        list[str] | None,
+        Query(max_length=MAX_COMPARE, description="devices to put side by side with this one"),
+    ] = None,
+) -> HTMLResponse:
+    """The device's report: KDiskMark-style summary, measured IOPS and latency against queue
+    depth, measured vs predicted, error by workload region, interval coverage, noise floor.
+
+    Takes seconds (the active model's configuration is refitted out of fold), so it runs
+    off the event loop.
+    """
+    others = [validate_name(name) for name in compare or []]
+    html = await run_in_threadpool(build_report, datadir, device, others, registry=registry)
+    return HTMLResponse(html)
+
+
+__all__ = ["router"]

@@ -1,0 +1,42 @@
+"""CLI: ``ssdpredict export`` -- a device's measurements in the format ingest reads."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from collectors.export import EXPORT_FORMATS, export_measurements
+from modeling.errors import InvalidInput
+from service.cli.common import DeviceOption, console, datadir, handle_errors, write_file
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export``."""
+    app.command("export")(export)
+
+
+@handle_errors
+def export(
+    device: DeviceOption,
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"{' or '.join(EXPORT_FORMATS)}")] = "csv",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="file to write (default: CSV on stdout)")
+    ] = None,
+) -> None:
+    """Export a device's measured runs with the columns ingest reads (export -> ingest round-trips).
+
+    Columns: the workload fields, then the metric columns the device has; an empty cell is
+    a metric that was not measured.  Sweep bookkeeping (fio version, engine, raw fio JSON)
+    stays in the data directory.  Parquet holds the same table, for analysis tools.
+    """
+    if output is None and fmt == "parquet":
+        raise InvalidInput("parquet is binary: name a file with -o/--output")
+    data = export_measurements(datadir(), device, fmt)
+    if output is None:
+        sys.stdout.write(data.decode())
+        return
+    write_file(output, data)
+    console.print(f"wrote {output} ({fmt}, {len(data) // 1024} KiB)", highlight=False, soft_wrap=True)

@@ -1,0 +1,130 @@
+"""Open-loop sweep points: real fio with Poisson arrivals at fractions of the measured capacity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from collectors.fio.jobs import JobSettings
+from collectors.openloop import build_open_loop_job, measure_open_loop, open_loop_plan
+from modeling.errors import InvalidInput, NoData
+from modeling.training.fit import training_rows
+from modeling.store import DataDir
+from modeling.workload import Workload
+from tests.traces.fake_devices import FakeMMcDevice
+from traces.predict import device_source
+from traces.utilisation import learn_correction
+
+
+def _closed_rows() -> list[dict[str, float]]:
+    rows = []
+    for wr in (0.0, 1.0):
+        for qd in (1, 4, 16):
+            iops = min(qd, 4) * 1000.0 * (1 - 0.5 * wr)
+            rows.append(dict(write_ratio=wr, queue_depth=qd, request_size=4096, randomness=1.0, numjobs=1,
+                             iops=iops, bandwidth_mib_s=iops * 4096 / 2**20, latency_mean_us=qd / iops * 1e6,
+                             latency_p99_us=qd / iops * 3e6))
+    return rows
+
+
+def test_plan_takes_each_mix_capacity() -> None:
+    plan = open_loop_plan(pd.DataFrame(_closed_rows()), fractions=(0.1, 0.5))
+    # the light 200 IO/s point is added under half the smallest fraction's rate only
+    assert [(w.write_ratio, w.numjobs, rate) for w, rate in plan] == [
+        (0.0, 16, 400), (0.0, 16, 2000), (1.0, 16, 200), (1.0, 16, 1000)
+    ]
+    fast = pd.DataFrame([{**_closed_rows()[2], "iops": 100_000.0}])
+    assert [rate for _, rate in open_loop_plan(fast, fractions=(0.1,))] == [200, 2000, 10_000]
+    with pytest.raises(InvalidInput):
+        open_loop_plan(pd.DataFrame(_closed_rows()), fractions=())
+    with pytest.raises(NoData):
+        open_loop_plan(pd.DataFrame())
+
+
+def test_job_has_poisson_rate_from_the_whitelist(tmp_path: Path) -> None:
+    w = Workload(write_ratio=0.3, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0)
+    job = build_open_loop_job(w, 1600, JobSettings(target=str(tmp_path / "t.img")))
+    assert "rate_iops=100\n" in job and "rate_process=poisson\n" in job and "numjobs=16\n" in job
+    assert "ioengine=psync\n" in job
+
+
+def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
+    tmp_path: Path, fio_available: str
+) -> None:
+    d = DataDir(tmp_path / "home")
+    d.catalog.ensure_device("dev")
+    d.catalog.add_measurements("dev", _closed_rows()[:3])  # reads only: one mix, capacity 4000
+    target = tmp_path / "t.img"
+    target.write_bytes(np.random.default_rng(0).integers(0, 256, 16 << 20, dtype=np.uint8).tobytes())
+    job = JobSettings(target=str(target), engine="libaio", size=16 << 20, runtime_ms=1000)
+    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25))
+    assert sweep.source == "open-loop" and sweep.n_points == 2
+    frame = d.catalog.measurements("dev")
+    ol = frame[np.isfinite(frame["offered_iops"])]
+    assert sorted(ol["offered_iops"]) == [400.0, 992.0]  # 16 jobs of 25 and of 62 IO/s
+    # Poisson arrivals at a rate far below the file's capacity are served at that rate
+    assert ol["iops"].to_numpy() == pytest.approx(ol["offered_iops"].to_numpy(), rel=0.25)
+    assert (ol["numjobs"] == 16).all() and (ol["engine"] == "psync").all()
+    assert (ol["latency_mean_us"] > 0).all()
+    assert frame["offered_iops"].isna().sum() == 3
+    _, _, clean = training_rows(frame.iloc[[0, 1, 2, 0, 1, 2, 3, 4]].reset_index(drop=True).pipe(
+        lambda f: pd.concat([f] * 2, ignore_index=True)))
+    assert clean["offered_iops"].isna().all()
+
+
+def test_correction_is_measured_over_predicted_at_the_points_utilisation() -> None:
+    mu = 10_000.0
+    dev = FakeMMcDevice(mu, 1)
+    base = dict(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0, numjobs=16)
+    # measured: twice the M/M/1 mean at 10 % load (a cold path), equal to it at 50 %
+    pts = pd.DataFrame([
+        {**base, "offered_iops": 1000.0, "latency_mean_us": 2e6 / (mu - 1000), "latency_p99_us": 1e9},
+        {**base, "offered_iops": 5000.0, "latency_mean_us": 1e6 / (mu - 5000), "latency_p99_us": 1e9},
+    ])
+    corr = learn_correction(dev, pts, [(1, 1), (2, 1)])
+    assert corr is not None
+    win = pd.DataFrame([base] * 4)
+    mean_f, _ = corr.factors(win, np.array([0.05, 0.1, 0.3, 1.2]))
+    # clamped, measured, interpolated on the log scale, saturated
+    assert mean_f == pytest.approx([2.0, 2.0, 2**0.5, 1.0])
+
+
+def test_trace_prediction_uses_the_open_loop_points(tmp_path: Path) -> None:
+    d = DataDir(tmp_path / "home")
+    d.catalog.ensure_device("dev")
+    d.catalog.add_measurements("dev", _closed_rows())
+    src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
+    assert src.correction is None and src.loads == [(1, 1), (4, 1), (16, 1)] and src.notes
+    row = {**_closed_rows()[0], "numjobs": 16, "offered_iops": 400.0, "latency_mean_us": 2000.0}
+    d.catalog.add_measurements("dev", [row])
+    src = device_source(d, "dev", FakeMMcDevice(1000.0, 4))
+    assert src.correction is not None and not src.notes
+
+
+def test_sweep_cli_open_loop_option(
+    tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from service.cli.main import app
+    from service.config import get_settings
+
+    monkeypatch.setenv("SSDPREDICT_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    args = ["sweep", "--device", "f", "--target", str(tmp_path / "t.img"), "--size", "16MiB",
+            "--plan", "grid", "--write-ratios", "0", "--queue-depths", "1,4", "--sizes", "4k",
+            "--randomness", "1", "--runtime", "500ms", "--open-loop", "0.2", "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["open_loop_sweep_id"] is not None
+    frame = DataDir(tmp_path / "home").catalog.measurements("f")
+    ol = frame[np.isfinite(frame["offered_iops"])]
+    assert len(ol) >= 1 and (ol["engine"] == "psync").all()
+    res = CliRunner().invoke(app, [*args[:-3], "--open-loop", "2", "--json"])
+    assert res.exit_code == 2 and "fractions" in res.output

@@ -1,0 +1,103 @@
+"""The one-row fast paths (modeling/one_row.py) answer exactly what their matrix twins answer.
+
+One test per estimator family: a device model whose every metric uses that family, asked
+row by row and as a matrix, for every scope choice; the family's own one-row estimator
+path against its batch path; and the feature rows against the feature matrix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modeling.errors import InvalidInput
+from modeling.estimators.families import ESTIMATORS
+from modeling.features import FEATURE_SETS, compute_features
+from modeling.one_row import features_row
+from modeling.serving.device_model import DeviceModel
+from modeling.training.fit import fit_device_model
+from modeling.training.selection import Candidate, _c
+from modeling.workload import REGION_NAMES
+from tests.modeling.conftest import synthetic_rows
+
+FAMILIES: dict[str, Candidate] = {
+    "cart": _c("extended", "cart", min_samples_leaf=1, linear_base=True),
+    "extra_trees": _c("extended", "extra_trees", n_estimators=10, min_samples_leaf=3, loss="relative"),
+    "xgboost": _c("extended", "xgboost", n_estimators=30, max_depth=4, learning_rate=0.3),
+    "gp": _c("extended", "gp", n_restarts=0),
+    "load_gated": _c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
+}
+
+
+def test_every_estimator_family_is_covered() -> None:
+    assert set(FAMILIES) == set(ESTIMATORS), "a new estimator family must join this test"
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family_model(request: pytest.FixtureRequest) -> DeviceModel:
+    rows = synthetic_rows(noise=0.1, seed=1)
+    # region models (the scope choices) come from the cheap families; a Gaussian process
+    # per region and metric would cost minutes and exercise the same row path
+    slow = request.param in ("gp", "load_gated")
+    model, _ = fit_device_model(rows, folds=2, candidates=[FAMILIES[request.param]], regions=not slow)
+    return model
+
+
+def _workloads(n: int = 200, seed: int = 5) -> np.ndarray:
+    """Workloads inside and outside the trained range, in every region, defaults filled."""
+    rng = np.random.default_rng(seed)
+    w = np.column_stack(
+        [
+            rng.choice([0.0, 0.3, 0.7, 1.0, 0.55], n),
+            rng.choice([1, 3, 4, 16, 64, 200], n),
+            rng.choice([4096, 8192, 65536, 1 << 20], n),
+            rng.choice([0.0, 1.0, 0.4], n),
+            rng.choice([1, 2, 4, 9], n),
+        ]
+    ).astype(float)
+    return np.column_stack([w, w[:, 2], w[:, 2], w[:, 3], w[:, 3]])
+
+
+def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> None:
+    w = _workloads()
+    choices = ["auto", "global"] + [r for r in REGION_NAMES if r in family_model.specs["iops"].scopes]
+    for choice in choices:
+        batch = family_model.predict_matrix(w, model=choice)
+        for i in range(0, len(w), 5):
+            row = family_model.predict_row(w[i].tolist(), model=choice)
+            for metric, (value, lower, upper, extrap, scope) in row.items():
+                bv, bl, bu, be, bs = (a[i] for a in batch[metric])
+                assert (scope, extrap) == (bs, be), (choice, metric, i)
+                # equal up to float summation order (a Gaussian process sums its kernel by BLAS)
+                np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
+    assert family_model.predict_row(w[0].tolist(), metrics=["iops"]).keys() == {"iops"}
+    with pytest.raises(InvalidInput, match="unknown model"):
+        family_model.predict_row(w[0].tolist(), model="fastest")
+
+
+def test_estimator_one_row_path_equals_its_batch(family_model: DeviceModel) -> None:
+    w = _workloads(60, seed=9)
+    checked = 0
+    for spec in family_model.specs.values():
+        for sm in spec.scopes.values():
+            for fs, est in sm.members:
+                X32 = compute_features(w, fs)
+                batch = est.predict_fast(X32)
+                single = np.concatenate([est.predict_fast(X32[i : i + 1]) for i in range(len(X32))])
+                np.testing.assert_allclose(single, batch, rtol=1e-9)
+                gate = getattr(est, "parts_", {}).get("gate")
+                for gp in [est, gate]:
+                    if gp is not None and hasattr(gp, "slope") and getattr(gp, "nu", 0.5) != 0.5:
+                        d = np.ones(X32.shape[1], dtype=np.float32)
+                        one = np.concatenate([gp.slope(X32[i : i + 1], d) for i in range(len(X32))])
+                        np.testing.assert_allclose(one, gp.slope(X32, d), rtol=1e-9, atol=1e-12)
+                checked += 1
+    assert checked
+
+
+@pytest.mark.parametrize("feature_set", FEATURE_SETS)
+def test_feature_row_equals_the_feature_matrix(feature_set: str) -> None:
+    w = _workloads(50, seed=2)
+    matrix = compute_features(w, feature_set)
+    rows = np.vstack([features_row(w[i].tolist(), feature_set) for i in range(len(w))])
+    np.testing.assert_array_equal(rows, matrix)

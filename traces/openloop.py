@@ -1,0 +1,221 @@
+"""Predict what a trace's windows do on a device: the open-loop and the trace-QD methods.
+
+``open-loop`` (the default) asks the device's closed-loop model for its curve ``X(L)`` at
+each window's mix, sizes and randomness, then solves the queue in :mod:`traces.queueing`
+for the window's arrival rate and burstiness.  ``trace-qd`` is the older method, kept for
+comparison: it predicts the closed-loop workload whose queue depth is what the trace's
+*original* system had in flight, which says nothing about the device being predicted.
+
+Which closed-loop path gives ``X(L)``: for each total in-flight count ``L = qd x numjobs``
+among the device's measured loads, the split with the most IO/s.  An open-loop stream's
+requests are independent of each other, so no single submitter's queue limits how the
+device serves them: the device's own best way of serving ``L`` requests is what an
+open-loop stream meets (fio's replay, too, issues each in-flight request from its own job).
+On a device swept with one job only, this is the queue-depth path.
+
+The model is used only through ``predict_frame`` (any object with that method: a
+:class:`~modeling.serving.device_model.DeviceModel` or a test's analytic fake).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from modeling.errors import InvalidInput
+from modeling.workload import MIB, WORKLOAD_FIELDS
+from traces.queueing import Backlog, ServiceCurve, backlog_over, backlog_wait, steady_state
+
+METHODS = ("open-loop", "trace-qd")
+BOUNDS = ("value", "lower", "upper")
+DEFAULT_LOADS = tuple((qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64))
+
+
+class PredictsFrame(Protocol):
+    """The public prediction interface the methods need."""
+
+    def predict_frame(
+        self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> pd.DataFrame: ...
+
+
+@dataclass
+class Curves:
+    """Per window and bound, the envelope curve: in-flight counts, IO/s and p99 (s)."""
+
+    outstanding: np.ndarray  # (n_loads,)
+    iops: dict[str, np.ndarray]  # bound -> (n_windows, n_loads)
+    p99_s: dict[str, np.ndarray]
+    extrapolated: np.ndarray  # (n_windows,)
+
+    def curve(self, i: int, bound: str) -> ServiceCurve:
+        """Window ``i``'s curve; the lower latency bound pairs with the upper IO/s bound."""
+        return ServiceCurve(self.outstanding, self.iops[bound][i], self.p99_s[bound][i])
+
+
+def _check_loads(loads: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out = sorted({(int(q), int(j)) for q, j in loads})
+    if not out:
+        raise InvalidInput("no measured loads (queue depth x numjobs) to build a service curve from")
+    return out
+
+
+def closed_loop_curves(
+    model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[int, int]]
+) -> Curves:
+    """Ask the model for every window's closed-loop curve over ``loads`` (one batch call)."""
+    pairs = _check_loads(loads)
+    k, m = len(windows), len(pairs)
+    base = windows[list(WORKLOAD_FIELDS)].reset_index(drop=True)
+    grid = base.loc[base.index.repeat(m)].reset_index(drop=True)
+    grid["queue_depth"] = np.tile([q for q, _ in pairs], k)
+    grid["numjobs"] = np.tile([j for _, j in pairs], k)
+    pred = model.predict_frame(grid, metrics=["iops", "latency_p99_us"])
+    products = np.array([q * j for q, j in pairs])
+    outstanding = np.unique(products)
+    # The lower latency bound comes with the upper IOPS bound: pair them by what they mean.
+    iops_cols = {"value": "pred_iops", "lower": "pred_iops_upper", "upper": "pred_iops_lower"}
+    p99_cols = {"value": "pred_latency_p99_us", "lower": "pred_latency_p99_us_lower",
+                "upper": "pred_latency_p99_us_upper"}
+    x = pred["pred_iops"].to_numpy(np.float64).reshape(k, m)
+    iops: dict[str, np.ndarray] = {}
+    p99: dict[str, np.ndarray] = {}
+    # the split of each in-flight count with the most IO/s (see the module docstring)
+    pick = np.empty((k, len(outstanding)), dtype=np.int64)
+    for c, total in enumerate(outstanding):
+        idx = np.flatnonzero(products == total)
+        pick[:, c] = idx[np.argmax(x[:, idx], axis=1)]
+    rows = np.arange(k)[:, None]
+    for b in BOUNDS:
+        xi = pred.get(iops_cols[b])
+        pi = pred.get(p99_cols[b])
+        xi_arr = (xi if xi is not None and xi.notna().all() else pred["pred_iops"]).to_numpy(np.float64)
+        pi_arr = (pi if pi is not None and pi.notna().all() else pred["pred_latency_p99_us"]).to_numpy(
+            np.float64
+        )
+        iops[b] = xi_arr.reshape(k, m)[rows, pick]
+        p99[b] = pi_arr.reshape(k, m)[rows, pick] / 1e6
+    if not (np.all(np.isfinite(iops["value"])) and np.all(iops["value"] > 0)):
+        raise InvalidInput("the device model predicted a non-positive IOPS for a window's workload")
+    ext = np.zeros(k, dtype=bool)
+    for col in ("iops_extrapolated", "latency_p99_us_extrapolated"):
+        if col in pred:
+            ext |= pred[col].to_numpy(bool).reshape(k, m).any(axis=1)
+    return Curves(outstanding.astype(np.float64), iops, p99, ext)
+
+
+def predict_open_loop(
+    model: PredictsFrame,
+    windows: pd.DataFrame,
+    loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
+) -> pd.DataFrame:
+    """Per window: capacity, utilisation, saturation, in-flight count, mean and p99 latency.
+
+    ``windows`` is a characterisation table (:mod:`traces.characterize`): workload fields,
+    ``window_start_s``/``window_end_s``, ``iops`` (the offered rate) and ``arrival_cv2``.
+    """
+    curves = closed_loop_curves(model, windows, loads)
+    lam = windows["iops"].to_numpy(np.float64)
+    ca2 = windows["arrival_cv2"].to_numpy(np.float64) if "arrival_cv2" in windows else np.ones(len(lam))
+    ca2 = np.where(np.isfinite(ca2), ca2, 1.0)
+    start = windows["window_start_s"].to_numpy(np.float64)
+    end = windows["window_end_s"].to_numpy(np.float64)
+    out: dict[str, Any] = {}
+    for b in BOUNDS:
+        out[b] = _solve(curves, b, lam, ca2, start, end)
+    v = out["value"]
+    size = windows["request_size"].to_numpy(np.float64)
+    served = np.minimum(lam, v["capacity"])
+    return pd.DataFrame(
+        {
+            "capacity_iops": v["capacity"],
+            "utilisation": lam / v["capacity"],
+            "saturated": v["saturated"],
+            "pred_inflight": v["inflight"],
+            "pred_fluid_inflight": v["fluid"],
+            "pred_latency_mean_us": v["mean"] * 1e6,
+            "pred_latency_mean_us_lower": out["lower"]["mean"] * 1e6,
+            "pred_latency_mean_us_upper": out["upper"]["mean"] * 1e6,
+            "pred_latency_p99_us": v["p99"] * 1e6,
+            "pred_latency_p99_us_lower": out["lower"]["p99"] * 1e6,
+            "pred_latency_p99_us_upper": out["upper"]["p99"] * 1e6,
+            "pred_iops": served,
+            "pred_bandwidth_mib_s": served * size / MIB,
+            "extrapolated": curves.extrapolated,
+        },
+        index=windows.index,
+    )
+
+
+def _solve(
+    curves: Curves, bound: str, lam: np.ndarray, ca2: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Walk the windows in time order, carrying the backlog of saturated windows forward."""
+    k = len(lam)
+    res = {name: np.full(k, np.nan) for name in ("capacity", "inflight", "fluid", "mean", "p99")}
+    res["saturated"] = np.zeros(k, dtype=bool)
+    carried, prev_end = 0.0, None
+    for i in np.argsort(start, kind="stable"):
+        curve = curves.curve(int(i), bound)
+        cap = curve.capacity
+        if prev_end is not None and carried > 0:
+            carried = max(0.0, carried - cap * max(start[i] - prev_end, 0.0))  # drained in a gap
+        dur = max(end[i] - start[i], 0.0)
+        bl: Backlog = backlog_over(carried, lam[i], cap, dur)
+        extra_mean, extra_p99 = backlog_wait(bl, cap)
+        res["capacity"][i] = cap
+        if lam[i] >= cap:
+            full = float(curve.outstanding[int(np.argmax(curve.iops))])
+            res["saturated"][i] = True
+            res["fluid"][i] = np.inf
+            res["mean"][i] = full / cap + extra_mean
+            res["p99"][i] = max(curve.p99_at(full) + extra_p99, res["mean"][i])
+            res["inflight"][i] = full + bl.mean
+        else:
+            st = steady_state(curve, float(lam[i]), float(ca2[i]))
+            res["fluid"][i] = st.fluid_inflight
+            res["mean"][i] = st.mean_s + extra_mean
+            res["p99"][i] = st.p99_s + extra_p99
+            res["inflight"][i] = st.inflight + bl.mean
+        carried, prev_end = bl.end, end[i]
+    return res
+
+
+def predict_trace_qd(model: PredictsFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """The older method: the closed-loop prediction at the trace's own queue depth."""
+    pred = model.predict_frame(windows[list(WORKLOAD_FIELDS)])
+    lam = windows["iops"].to_numpy(np.float64)
+    cap = pred["pred_iops"].to_numpy(np.float64)
+    out = pred[[c for c in pred.columns if c.startswith("pred_latency")]].copy()
+    out.insert(0, "capacity_iops", cap)
+    out.insert(1, "utilisation", lam / cap)
+    out.insert(2, "saturated", lam >= cap)
+    out.insert(3, "pred_inflight", windows["queue_depth"].to_numpy(np.float64))
+    served = np.minimum(lam, cap)
+    out["pred_iops"] = served
+    out["pred_bandwidth_mib_s"] = served * windows["request_size"].to_numpy(np.float64) / MIB
+    ext = np.zeros(len(out), dtype=bool)
+    for col in ("latency_mean_us_extrapolated", "latency_p99_us_extrapolated"):
+        if col in pred:
+            ext |= pred[col].to_numpy(bool)
+    out["extrapolated"] = ext
+    return out
+
+
+def predict_windows(
+    model: PredictsFrame,
+    windows: pd.DataFrame,
+    *,
+    method: str = "open-loop",
+    loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
+) -> pd.DataFrame:
+    """Predictions per window by ``method`` (``open-loop`` or ``trace-qd``)."""
+    if method == "open-loop":
+        return predict_open_loop(model, windows, loads)
+    if method == "trace-qd":
+        return predict_trace_qd(model, windows)
+    raise InvalidInput(f"unknown method {method!r}; use one of {', '.join(METHODS)}")

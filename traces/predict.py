@@ -1,0 +1,183 @@
+"""``trace predict``: what a trace's load will do on a device, per window.
+
+Per window: the offered load (IO/s and MiB/s, as the trace's arrivals make it), the
+workload mix, burstiness, the device's capacity at that mix, utilisation, the saturation
+flag, the predicted in-flight count, mean and p99 latency with intervals, and the IO/s
+and MiB/s the device would serve (the offered load unless saturated).  The method is
+``open-loop`` (:mod:`traces.openloop`, corrected by measured open-loop points where the
+device has them, :mod:`traces.utilisation`) or the older ``trace-qd``.
+
+Windows with fewer than :data:`MIN_WINDOW_REQUESTS` requests are predicted but marked
+``too_short``: their rate and latency are too noisy to compare (validation leaves them out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from modeling.serving.registry import ModelRegistry
+from modeling.store import DataDir
+from traces.upload import scrub_path, uploaded_trace
+from traces.characterize import Characterization, characterize
+from traces.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
+from traces.utilisation import OFFERED, UtilisationCorrection, learn_correction, open_loop_rows
+
+MIN_WINDOW_REQUESTS = 20
+
+
+@dataclass
+class DeviceCurveSource:
+    """What the open-loop method needs of a device besides its model."""
+
+    loads: list[tuple[int, int]]
+    correction: UtilisationCorrection | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> DeviceCurveSource:
+    """The device's measured closed-loop loads and its open-loop correction, from the catalog."""
+    frame = datadir.catalog.measurements(device)
+    notes: list[str] = []
+    if frame.empty or "queue_depth" not in frame:
+        note = "no stored measurements: queue depths 1-64 assumed"
+        return DeviceCurveSource(list(DEFAULT_LOADS), None, [note])
+    closed = frame
+    if OFFERED in frame.columns:
+        closed = frame[~np.isfinite(pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64))]
+    nj = closed["numjobs"] if "numjobs" in closed else pd.Series(1, index=closed.index)
+    loads = sorted({(int(q), int(j)) for q, j in zip(closed["queue_depth"], nj.fillna(1), strict=True)})
+    correction = learn_correction(model, frame, loads) if len(open_loop_rows(frame)) else None
+    if correction is None:
+        notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
+    return DeviceCurveSource(loads, correction, notes)
+
+
+def predict_table(
+    model: PredictsFrame, char: Characterization, source: DeviceCurveSource, method: str = "open-loop"
+) -> pd.DataFrame:
+    """The per-window prediction table of a characterised trace."""
+    win = char.windows
+    pred = predict_windows(model, win, method=method, loads=source.loads)
+    if method == "open-loop" and source.correction is not None:
+        mean_f, p99_f = source.correction.factors(win, pred["utilisation"].to_numpy(np.float64))
+        for col, f in (("pred_latency_mean_us", mean_f), ("pred_latency_p99_us", p99_f)):
+            for suffix in ("", "_lower", "_upper"):
+                pred[col + suffix] = pred[col + suffix] * f
+        pred["pred_inflight"] = win["iops"].to_numpy(np.float64) * pred["pred_latency_mean_us"] / 1e6
+        pred["open_loop_corrected"] = ~pred["saturated"].to_numpy(bool)
+    base = pd.DataFrame(
+        {
+            "window_start_s": win["window_start_s"],
+            "window_end_s": win["window_end_s"],
+            "requests": win["requests"],
+            "too_short": win["requests"] < MIN_WINDOW_REQUESTS,
+            "offered_iops": win["iops"],
+            "offered_mib_s": win["bandwidth_mib_s"],
+            "write_ratio": win["write_ratio"],
+            "request_size": win["request_size"],
+            "randomness": win["randomness"],
+            "arrival_cv2": win.get("arrival_cv2", pd.Series(np.nan, index=win.index)),
+        }
+    )
+    out = pd.concat([base, pred], axis=1)
+    out["method"] = method
+    return out
+
+
+@dataclass
+class TracePrediction:
+    """A trace's per-window predictions on a device, and a summary."""
+
+    device: str
+    model_version: str
+    method: str
+    windows: pd.DataFrame
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (NaN and infinities become None)."""
+        clean = self.windows.replace([np.inf, -np.inf], np.nan)
+        win = clean.astype(object).where(clean.notna(), None)
+        return {
+            "device": self.device,
+            "model_version": self.model_version,
+            "method": self.method,
+            "summary": self.summary,
+            "warnings": self.warnings,
+            "windows": win.to_dict(orient="records"),
+        }
+
+
+def summarise(table: pd.DataFrame, char: Characterization) -> dict[str, Any]:
+    """Whole-trace figures: offered load, windows saturated, request-weighted mean latency."""
+    n = table["requests"].to_numpy(np.float64)
+    mean = table["pred_latency_mean_us"].to_numpy(np.float64)
+    return {
+        "trace": char.summary,
+        "windows": len(table),
+        "too_short_windows": int(table["too_short"].sum()),
+        "saturated_windows": int(table["saturated"].sum()),
+        "peak_utilisation": float(table["utilisation"].max()),
+        "offered_iops": float(char.summary["measured"]["iops"]),
+        "offered_mib_s": float(char.summary["measured"]["bandwidth_mib_s"]),
+        "pred_latency_mean_us": float(np.sum(n * mean) / n.sum()) if n.sum() else None,
+        "pred_latency_p99_us_max": float(table["pred_latency_p99_us"].max()),
+    }
+
+
+def predict_trace(
+    datadir: DataDir,
+    device: str,
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    window_s: float | None = 1.0,
+    window_requests: int | None = None,
+    method: str = "open-loop",
+    model_version: str | None = None,
+    registry: ModelRegistry | None = None,
+) -> tuple[TracePrediction, Characterization]:
+    """Characterise a trace and predict every window on ``device``."""
+    model = (registry or ModelRegistry(datadir)).load(device, model_version)
+    char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
+    source = device_source(datadir, device, model)
+    table = predict_table(model, char, source, method)
+    warnings = list(source.notes) if method == "open-loop" else []
+    if table["extrapolated"].any():
+        n_ext = int(table["extrapolated"].sum())
+        warnings.append(f"{n_ext} window(s) have a workload outside what the device was swept on")
+    result = TracePrediction(device, model.version, method, table, summarise(table, char), warnings)
+    return result, char
+
+
+def predict_upload(
+    datadir: DataDir,
+    device: str,
+    data: bytes,
+    *,
+    filename: str = "",
+    fmt: str = "auto",
+    window_s: float | None = 1.0,
+    window_requests: int | None = None,
+    method: str = "open-loop",
+    max_bytes: int | None = None,
+    registry: ModelRegistry | None = None,
+) -> dict[str, Any]:
+    """:func:`predict_trace` of an uploaded trace (bytes)."""
+    public = filename or "upload"
+    with uploaded_trace(datadir, device, data, max_bytes, public) as path:
+        result, _ = predict_trace(
+            datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
+            method=method, registry=registry,
+        )
+        out = scrub_path(result.to_dict(), path, public)
+    out["filename"] = filename
+    out["summary"]["trace"]["paths"] = [filename]
+    return out
+

@@ -1,0 +1,56 @@
+"""An uploaded trace as a temporary file, checked for size and emptiness (the API's routes).
+
+The client named its file; the server's scratch path is none of its business: errors
+raised while the upload is open, and answers built from it, name the client's file.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from modeling.errors import NoData, SsdPredictError, TooLarge
+from modeling.store import DataDir
+
+
+@contextmanager
+def uploaded_trace(
+    datadir: DataDir, device: str, data: bytes, max_bytes: int | None, public: str = "upload"
+) -> Iterator[Path]:
+    """Yield the path of ``data`` written to the scratch folder; refuse it if too big or empty.
+
+    A domain error raised inside the block has the scratch path replaced by ``public``.
+    """
+    if max_bytes is not None and len(data) > max_bytes:
+        raise TooLarge(f"trace upload of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
+    if not data:
+        raise NoData("the uploaded trace is empty")
+    datadir.catalog.get_device(device)
+    scratch = datadir.scratch_dir
+    scratch.mkdir(parents=True, exist_ok=True)
+    # A blktrace per-CPU name would make the parser look for sibling files: use a plain name.
+    with tempfile.NamedTemporaryFile(dir=scratch, prefix="upload-", suffix=".trace") as tmp:
+        tmp.write(data)
+        tmp.flush()
+        try:
+            yield Path(tmp.name)
+        except SsdPredictError as exc:
+            exc.message = scrub_path(exc.message, tmp.name, public)
+            exc.args = (exc.message,)
+            exc.details = scrub_path(exc.details, tmp.name, public)
+            raise
+
+
+def scrub_path(value: Any, secret: str | Path, public: str) -> Any:
+    """``value`` with every mention of the path ``secret`` (or its folder) replaced."""
+    secret = str(secret)
+    if isinstance(value, str):
+        return value.replace(secret, public).replace(str(Path(secret).parent), "<scratch>")
+    if isinstance(value, dict):
+        return {k: scrub_path(v, secret, public) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_path(v, secret, public) for v in value]
+    return value
