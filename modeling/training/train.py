@@ -133,7 +133,8 @@ def _fit(
             "fio_versions": fio_versions,
             "n_rows": int(len(clean)),
         },
-        "cv_mre": {m: float(e["global"]["cv_mre"]) for m, e in summary["metrics"].items()},
+        # the stored evaluation's MRE: what `models list`, the API and `make run` all show
+        "cv_mre": {m: float(summary["evaluation"]["metrics"][m]["mre"]) for m in METRICS},
         "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
         "time_budget_s": time_budget_s,
     }

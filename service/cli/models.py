@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from modeling.errors import InvalidInput, NoModel
 from modeling.store import DataDir
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
 from service.cli.common import (
     DeviceOption,
+    METRIC_LABELS,
     JsonOption,
     WaitOption,
+    cli_table,
     console,
     datadir,
     handle_errors,
@@ -144,7 +145,8 @@ def _print_activation(manifest: dict[str, Any]) -> None:
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
-    table = Table("metric", "mode", "estimator", "features", "CV MRE", "auto regions")
+    table = cli_table("metric", "mode", "estimator", "features", "global CV MRE", "auto regions",
+                      ids=("metric",))
     for metric in METRICS:
         m = manifest.get("metrics", {}).get(metric)
         if not m:
@@ -211,7 +213,7 @@ def evaluate(
     if json_output:
         print_json(report)
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "MRE",
         "median",
@@ -221,6 +223,7 @@ def evaluate(
         "global MRE",
         "basic",
         "extended",
+        ids=("metric",),
         title=f"{device}: {report['method']}, n={report['n']}",
     )
     fs = report.get("feature_sets") or {}
@@ -237,7 +240,7 @@ def evaluate(
         )
     console.print(table)
     if report.get("regions"):
-        rt = Table("region", "n", *METRICS, title="MRE: global / region model / auto")
+        rt = cli_table("region", "n", *METRICS, ids=("region",), title="MRE: global / region model / auto")
         for region, e in report["regions"].items():
             cells = [
                 f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
@@ -322,12 +325,13 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
             }
         )
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "value",
         "90% interval",
         "model",
         "note",
+        ids=("metric",),
         title=f"{device} ({result.model_version}), region {workload.region}",
     )
     for metric, p in result.predictions.items():
@@ -366,14 +370,15 @@ def list_versions(device: DeviceOption, json_output: JsonOption = False) -> None
     if not rows:
         console.print(f"{device} has no model yet: run `ssdpredict train --device {device}`")
         return
-    table = Table("version", "active", "created", "points", *METRICS)
+    table = cli_table("version", "active", "created", "points", *(METRIC_LABELS[m] for m in METRICS),
+                      ids=("version",), title=f"{device}: cross-validated mean relative error per metric")
     for r in rows:
         table.add_row(
             r["version"],
             "*" if r["active"] else "",
-            r["created_at"],
+            str(r["created_at"])[:16].replace("T", " "),
             str(r["n_rows"]),
-            *(f"{r['cv_mre'][m]:.2%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
+            *(f"{r['cv_mre'][m]:.1%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
         )
     console.print(table)
 
@@ -407,6 +412,10 @@ def show(
         f" sha256 {str(data.get('sha256'))[:16]}..."
     )
     _print_manifest_summary(man)
+    evaluation = man.get("evaluation")
+    if evaluation:
+        errors = ", ".join(f"{m} {e['mre']:.1%}" for m, e in evaluation["metrics"].items())
+        console.print(f"stored evaluation ({evaluation['method']}): MRE {errors}", highlight=False)
 
 
 @models_app.command("activate")

@@ -15,6 +15,7 @@ from service.cli.common import (
     WaitOption,
     console,
     datadir,
+    err_console,
     handle_errors,
     print_json,
     progress_bar,
@@ -135,7 +136,7 @@ def sweep(
     open_id = None
     with progress_bar(quiet=json_output) as bar:
         result = run_sweep(data, device, the_plan, settings,
-                           progress=_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
+                           progress=sweep_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
         if fractions:
             from collectors.openloop import measure_after_sweep
 
@@ -148,15 +149,24 @@ def sweep(
     _present(device, the_plan.name, result, json_output, open_id)
 
 
-def _progress(bar: Progress, total: int) -> Callable[[int, int, Workload], None]:
-    """The sweep's progress callback: the current point's workload as the bar's label."""
+def sweep_progress(bar: Progress, total: int) -> Callable[[int, int, Workload], None]:
+    """The sweep's progress callback: the current point's workload as the bar's label.
+
+    Its first call says what was already stored (on stderr, even with ``--json``): a
+    resumed sweep prints ``resuming: N of M points already stored``.
+    """
     task = bar.add_task("sweep", total=total)
     started: list[bool] = []
 
     def advance(done: int, total: int, workload: Workload) -> None:
         label = (f"wr {workload.write_ratio:g} qd {workload.queue_depth} "
-                 f"{format_size(workload.request_size)} rnd {workload.randomness:g}")
+                 f"{format_size(workload.request_size)} rnd {workload.randomness:g} nj {workload.numjobs}")
         if not started:
+            if 0 < done < total:
+                err_console.print(f"resuming: {done} of {total} points already stored", highlight=False)
+            elif done and done >= total:
+                err_console.print(f"reusing the finished sweep: {done} of {total} points stored",
+                                  highlight=False)
             # a resumed sweep starts part-way: do not count the jump in the ETA's speed
             bar.reset(task, total=total, completed=done, description=label)
             started.append(True)
