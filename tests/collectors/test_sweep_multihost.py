@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from collectors.sweep_settings import SweepSettings
 from modeling.errors import InvalidInput
 from modeling.store import DataDir, validate_name
 from service.cli.main import app
-from tests.device_fixtures import free_port, tiny_plan
+from modeling.workload import Workload
+from tests.device_fixtures import free_port, serve_fio, tiny_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID = ["--plan", "grid", "--write-ratios", "0,1", "--queue-depths", "1,4", "--sizes", "4k",
@@ -122,3 +124,25 @@ def test_kill_then_rerun_resumes_every_host_where_it_stopped(
         assert sweep.id == killed[name].id and sweep.status == "complete" and sweep.n_points == 4
         frame = catalog.measurements(name)
         assert sorted(frame["seq"]) == [0, 1, 2, 3]  # each point once: resumed, not restarted
+
+
+@pytest.mark.fio
+def test_a_host_lost_mid_sweep_keeps_its_points_and_the_other_completes(
+        fio_available: str, datadir: DataDir, tmp_path: Path) -> None:
+    with serve_fio(fio_available, tmp_path) as server, serve_fio(fio_available, tmp_path) as other:
+        doomed, steady = server.remote, other.remote
+        settings = SweepSettings(target=str(tmp_path / "t.img"), runtime="1s", size="8MiB", remote=doomed)
+        lost = host_device("d", doomed)
+
+        def progress(name: str) -> Callable[[int, int, Workload], None]:
+            def advance(done: int, total: int, workload: Workload) -> None:
+                if name == lost and done == 1:
+                    server.process.kill()  # the host goes down between two points
+                    server.process.wait()
+            return advance
+
+        gone, kept = run_multihost(datadir, "d", tiny_plan(3), settings, [doomed, steady], progress=progress)
+    assert gone.sweep is None and gone.error and "fio failed" in gone.error
+    (partial,) = datadir.catalog.list_sweeps(lost)
+    assert partial.status == "running" and partial.n_points == 1  # kept, to be resumed
+    assert kept.sweep is not None and kept.sweep.status == "complete" and kept.sweep.n_points == 3
