@@ -143,8 +143,9 @@ def sweep(
     if remotes:
         from service.cli.sweep_hosts import sweep_hosts
 
+        total = len(the_plan) * repeats
         sweep_hosts(data, device, the_plan, settings, remotes, json_output=json_output, wait=wait,
-                    progress=lambda bar, name: sweep_progress(bar, len(the_plan) * repeats, prefix=f"{name} "))
+                    progress=lambda bar, name: sweep_progress(bar, total, prefix=f"{name} "))
         return
     fractions = _list(open_loop, float, "open-loop")
     open_id = None
