@@ -17,6 +17,8 @@ from collectors.sweep_settings import SweepSettings
 from modeling.store import DataDir
 from tests.conftest import FIO_PLOT, REPO
 
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not by `make test`
+
 NOTEBOOKS = REPO / "notebooks"
 SMALL_DEVICE = FIO_PLOT / "HPDL380G8" / "RAID" / "NEW" / "P420i_SAMSUNG860_RW"
 

@@ -24,6 +24,7 @@ def _cli(home: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "service.cli.main", *args]
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_sigkill_mid_sweep_then_resume_to_exactly_the_plan(home: Path, tmp_path: Path,
                                                            fio_available: str) -> None:

@@ -93,6 +93,7 @@ def test_two_identical_sweeps_at_once(home: Path, tmp_path: Path, fio_available:
     assert sweep.n_points == 1 and target.stat().st_size == 16 << 20
 
 
+@pytest.mark.slow
 def test_parallel_ingests_of_one_folder_store_it_once(home: Path, tmp_path: Path) -> None:
     folder = REPO / "tests/data/fio-plot/HPDL380G8/HBA/INTEL_D3_S4610"
     procs = [_cli(home, "ingest", "--device", "d", "--wait", str(folder)) for _ in range(3)]

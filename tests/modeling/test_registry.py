@@ -222,6 +222,7 @@ def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
     assert after.drop(columns=numeric).equals(before.drop(columns=numeric))
 
 
+@pytest.mark.slow
 def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_data):
     """A load-gated model whose gate was cut out (checksums re-forged) fails validation."""
     from modeling.training.selection import _c

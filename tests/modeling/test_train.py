@@ -127,6 +127,7 @@ def test_repeats_are_reduced_to_their_median_so_a_stall_moves_nothing():
     assert model.specs["iops"].scopes["global"].q > 0
 
 
+@pytest.mark.slow
 def test_feature_sets_choice(synthetic):
     _, basic = fit_device_model(synthetic, folds=3, feature_sets=("basic",), regions=False, time_budget_s=0)
     assert basic["feature_sets"] == ["basic"]

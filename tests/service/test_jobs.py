@@ -41,6 +41,7 @@ def wait_job(client: TestClient, job_id: str, timeout: float = 90.0) -> dict[str
     raise AssertionError(f"job {job_id} did not finish in {timeout} s")
 
 
+@pytest.mark.slow
 def test_retrain_swaps_the_model_atomically_under_load(api: TestClient, trained: DataDir) -> None:
     old = trained.catalog.active_model_version(DEVICE)
     assert old is not None
