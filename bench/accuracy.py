@@ -35,6 +35,7 @@ from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.training.fit import fit_device_model  # noqa: E402
 from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
+from bench.transfer_study import transfer_study  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
 
 FIO_PLOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "fio-plot"
@@ -226,6 +227,10 @@ def later_sweep_study(
         print(f"| {SHORT[metric]} | {floor.mean():.1%} | {report.metrics[metric]['mre']:.1%} |")
 
 
+TRANSFER_FIT = {"folds": 3, "candidates": SAMPLING_CANDIDATES, "regions": False, "physics": False}
+"""The fast training configuration of the transfer study (references and from-scratch models)."""
+
+
 def _holdout_mre(frame: pd.DataFrame, train_idx: np.ndarray, metric: str) -> float:
     model, _ = fit_device_model(
         frame.iloc[train_idx], folds=3, candidates=SAMPLING_CANDIDATES, regions=False, physics=False
@@ -314,6 +319,8 @@ def main() -> None:
     parser.add_argument(
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
+    parser.add_argument("--transfer-only", action="store_true", help="only the transfer study")
+    parser.add_argument("--transfer-seeds", type=int, default=3, help="random draws per K in the transfer study")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     args = parser.parse_args()
 
@@ -330,6 +337,10 @@ def main() -> None:
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
     print_tail_consistency(frames)
     if args.consistency_only:
+        return
+    if args.transfer_only:
+        transfer_study({n: distinct_workloads(f) for n, f in frames.items()}, TRANSFER_FIT,
+                       seeds=args.transfer_seeds)
         return
     if args.later:
         if not args.device:
