@@ -320,7 +320,8 @@ def main() -> None:
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
     parser.add_argument("--transfer-only", action="store_true", help="only the transfer study")
-    parser.add_argument("--transfer-seeds", type=int, default=3, help="random draws per K in the transfer study")
+    parser.add_argument("--transfer-seeds", type=int, default=3,
+                        help="random draws per K in the transfer study")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     args = parser.parse_args()
 

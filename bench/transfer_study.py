@@ -80,7 +80,8 @@ def transfer_study(
                 continue
             r = {"reference": a, "target": b, "k": k, **pair_row(refs[a], frames[b], k, seeds, scratch)}
             rows.append(r)
-            cells = [f"{r[c]:.1%}" if np.isfinite(r[c]) else "n/a" for c in ("transfer", "scratch", "adaptive")]
+            cells = [f"{r[c]:.1%}" if np.isfinite(r[c]) else "n/a"
+                     for c in ("transfer", "scratch", "adaptive")]
             print(f"| {a} -> {b} | {k} | " + " | ".join(cells) + " |", flush=True)
     _summary(rows)
     return rows

@@ -85,7 +85,8 @@ class RelativeFitnessModel(RegressorMixin, BaseEstimator):
         kind, alpha = self.correction, float(self.alpha)
         if kind == "auto":
             # least free first: a tie (within rounding) keeps the simpler correction
-            grid = [("constant", alpha)] + [(k, a) for k in CORRECTIONS[1:] for a in (alpha, alpha / 10, alpha / 100)]
+            alphas = (alpha, alpha / 10, alpha / 100)
+            grid = [("constant", alpha)] + [(k, a) for k in CORRECTIONS[1:] for a in alphas]
             errs = [_loo_mre(X32, ratio, k, a, self.max_depth) for k, a in grid]
             self.cv_mre_ = {f"{k} alpha={a:g}": e for (k, a), e in zip(grid, errs, strict=True)}
             kind, alpha = grid[int(np.argmin(np.round(errs, 4)))]

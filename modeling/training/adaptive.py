@@ -78,7 +78,7 @@ def propose_points(
 
 
 def propose_transfer_points(
-    reference_log_pred: np.ndarray, candidates: list[Workload], n: int, measured: list[Workload] | None = None
+    reference_log_pred: np.ndarray, candidates: list[Workload], n: int
 ) -> list[Workload]:
     """The ``n`` candidates that best calibrate a transfer from a reference model.
 
@@ -99,22 +99,11 @@ def propose_transfer_points(
     lo, span = Z.min(axis=0), np.ptp(Z, axis=0)
     Z = _scaled(Z, lo, np.where(span > 0, span, 1.0))
     Z[:, -1] *= 2.0
-    if measured:
-        mw = np.array([[float(getattr(c, f)) for f in WORKLOAD_FIELDS] for c in measured])
-        taken = np.isin(cand_w.view([("", cand_w.dtype)] * cand_w.shape[1]).ravel(),
-                        mw.view([("", mw.dtype)] * mw.shape[1]).ravel())
-        Zm = Z[taken]
-    else:
-        Zm = Z[:0]
-    dist = (np.min(np.linalg.norm(Z[:, None, :] - Zm[None, :, :], axis=2), axis=1) if len(Zm)
-            else np.full(len(Z), np.inf))
-    chosen: list[int] = []
-    available = np.ones(len(candidates), dtype=bool)
-    for _ in range(n):
-        # with nothing measured, start from the lowest predicted value (deterministic)
-        best = int(np.argmin(Z[:, -1])) if not np.isfinite(dist).any() else int(
-            np.argmax(np.where(available, dist, -np.inf)))
+    # start from the lowest predicted value, so the choice is deterministic
+    chosen = [int(np.argmin(Z[:, -1]))]
+    dist = np.linalg.norm(Z - Z[chosen[0]], axis=1)
+    while len(chosen) < n:
+        best = int(np.argmax(dist))
         chosen.append(best)
-        available[best] = False
         dist = np.minimum(dist, np.linalg.norm(Z - Z[best], axis=1))
     return [candidates[i] for i in chosen]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.training.fit import fit_device_model, training_rows
+from modeling.training.transfer import MIN_TRANSFER_ROWS, fit_with_reference, load_reference
 from modeling.serving.registry import save_model
 from modeling.store import DataDir, ModelVersion
 from modeling.store.locks import DeviceLock
@@ -53,9 +54,15 @@ def train_device(
     lock: DeviceLock | None = None,
     job_id: str | None = None,
     force_activate: bool = False,
+    reference: str | None = None,
     **fit_kw: Any,
 ) -> ModelVersion:
     """Train all metrics of ``device`` and register a new (by default active) model version.
+
+    With ``reference`` (another device with an active model) the model is that device's
+    corrected by this one's measurements, or trained from scratch if cross-validation on
+    this device's points prefers it (:mod:`modeling.training.transfer`); ``UnknownDevice``
+    or ``NoModel`` when the reference does not exist or has no model.
 
     Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
     failure leaves the registered versions, and the active one, as they were.  With
@@ -68,7 +75,8 @@ def train_device(
     """
     with lock or datadir.device_lock(device, "train", wait=wait, on_wait=on_wait):
         return _train(datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress,
-                      activate=activate, force_activate=force_activate, job_id=job_id, **fit_kw)
+                      activate=activate, force_activate=force_activate, job_id=job_id,
+                      reference=reference, **fit_kw)
 
 
 def _train(
@@ -81,22 +89,29 @@ def _train(
     activate: bool,
     force_activate: bool,
     job_id: str | None,
+    reference: str | None = None,
     **fit_kw: Any,
 ) -> ModelVersion:
     catalog = datadir.catalog
     catalog.get_device(device)
+    ref = load_reference(datadir, device, reference) if reference else None
     frame = catalog.measurements(device)
-    _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    # raises NoData early, before any work
+    _, _, clean = training_rows(frame, MIN_TRANSFER_ROWS) if ref else training_rows(frame)
     version = new_version(datadir, device)
-    model, summary = fit_device_model(
-        frame,
-        device=device,
-        version=version,
-        folds=folds,
-        time_budget_s=time_budget_s,
-        progress=progress,
-        **fit_kw,
-    )
+    if ref is not None:
+        model, summary = fit_with_reference(frame, ref, device=device, version=version, folds=folds,
+                                            time_budget_s=time_budget_s, progress=progress, **fit_kw)
+    else:
+        model, summary = fit_device_model(
+            frame,
+            device=device,
+            version=version,
+            folds=folds,
+            time_budget_s=time_budget_s,
+            progress=progress,
+            **fit_kw,
+        )
     sweep_ids = sorted(int(s) for s in clean["sweep_id"].unique()) if "sweep_id" in clean else []
     fio_versions = (
         sorted(str(v) for v in clean["fio_version"].dropna().unique()) if "fio_version" in clean else []

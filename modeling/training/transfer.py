@@ -24,8 +24,11 @@ from modeling.features import compute_features
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.registry import read_model
-from modeling.store import DataDir
-from modeling.training.fit import INTERVAL_LEVEL, MIN_ROWS, fit_device_model, median_by_workload, training_rows
+from modeling.store import DataDir, ModelVersion
+from modeling.store.names import validate_name
+from modeling.training.fit import (
+    INTERVAL_LEVEL, MIN_ROWS, fit_device_model, median_by_workload, training_rows,
+)
 from modeling.training.selection import conformal_q, default_candidates, for_metric
 from modeling.workload import METRICS, REGION_NAMES
 from modeling.workload_matrix import region_codes
@@ -36,6 +39,12 @@ MIN_TRANSFER_ROWS = 2
 
 def load_reference(datadir: DataDir, device: str, reference: str) -> DeviceModel:
     """The active model of ``reference``; ``UnknownDevice``, ``NoModel`` or ``InvalidInput``."""
+    return read_model(datadir, check_reference(datadir, device, reference))
+
+
+def check_reference(datadir: DataDir, device: str, reference: str) -> ModelVersion:
+    """The active model version of ``reference``, which must be another device with a model."""
+    validate_name(reference)
     if reference == device:
         raise InvalidInput(f"device {device!r} cannot be its own reference", details={"field": "reference"})
     catalog = datadir.catalog
@@ -46,7 +55,7 @@ def load_reference(datadir: DataDir, device: str, reference: str) -> DeviceModel
             f"reference device {reference!r} has no trained model; "
             f"run `ssdpredict train --device {reference}` first"
         )
-    return read_model(datadir, mv)
+    return mv
 
 
 def _folds(n: int) -> np.ndarray:
@@ -75,7 +84,10 @@ def _transfer_metric(
     fn = reference_function(sm.members, sm.weights, sm.scale, ref.device, ref.version)
     est = RelativeFitnessModel(reference=fn).fit(Xe, target)
     chosen, alpha = est.chosen_, est.alpha_
-    oof = _oof(lambda: RelativeFitnessModel(reference=fn, correction=chosen, alpha=alpha), Xe, target) * factor
+    def make() -> RelativeFitnessModel:
+        return RelativeFitnessModel(reference=fn, correction=chosen, alpha=alpha)
+
+    oof = _oof(make, Xe, target) * factor
     ref_only = np.exp(fn.log_predict(Xe)) * factor
     scope = ScopeModel("global", [("extended", est)], conformal_q(oof, y, INTERVAL_LEVEL),
                        w.min(axis=0), w.max(axis=0), {"mre": _mre(oof, y)})
