@@ -127,7 +127,7 @@ def fit_transfer_model(
             scope = ScopeModel("global", [], conformal_q(pred, ys[metric], INTERVAL_LEVEL),
                                w.min(axis=0), w.max(axis=0), {"mre": _mre(pred, ys[metric])})
             specs[metric] = MetricSpec(metric, "derived", {"global": scope})
-            report[metric] = {"global": {"estimator": "derived from iops", "cv_mre": _mre(pred, ys[metric]),
+            report[metric] = {"mode": "derived", "global": {"estimator": "derived from iops", "cv_mre": _mre(pred, ys[metric]),
                                          "cv_fold_std": 0.0}}
             continue
         if mode == "ratio" and "latency_mean_us" not in ys:
@@ -135,7 +135,7 @@ def fit_transfer_model(
         factor = ys["latency_mean_us"] if mode == "ratio" else np.ones(len(w))
         scope, entry = _transfer_metric(metric, ref, Xe, w, ys[metric] / factor, ys[metric], factor)
         specs[metric] = MetricSpec(metric, mode if mode == "ratio" else "direct", {"global": scope})
-        report[metric] = entry
+        report[metric] = {"mode": specs[metric].mode, **entry}
     if not specs:
         raise NoData(f"reference {ref.device!r} models none of the metrics measured on {device!r}")
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))

@@ -203,3 +203,23 @@ def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
     r = run("train", "--device", "synth", "--features", "fancy")
     assert r.exit_code == 2
     assert "unknown feature choice 'fancy'" in r.output and "extended, basic, both" in r.output
+
+
+def test_train_with_a_reference(device_with_data, datadir):
+    r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
+    assert r.exit_code == 0, r.output
+    few = synthetic_rows(seed=5).sample(10, random_state=1)
+    few["iops"] *= 0.5
+    few["bandwidth_mib_s"] *= 0.5
+    few["latency_mean_us"] *= 2
+    few["latency_p99_us"] *= 2
+    datadir.catalog.ensure_device("half")
+    datadir.catalog.add_measurements("half", few.to_dict("records"), info={"fio_version": "fio-3.33"})
+    r = run("train", "--device", "half", "--reference", "synth", "--json")
+    assert r.exit_code == 0, r.output
+    transfer = json.loads(r.stdout)["manifest"]["transfer"]
+    assert transfer["reference"]["device"] == "synth" and transfer["chosen"] == "transfer"
+    r = run("train", "--device", "half", "--reference", "synth")
+    assert r.exit_code == 0 and "reference synth" in r.output, r.output
+    r = run("train", "--device", "half", "--reference", "nosuch")
+    assert r.exit_code != 0 and "nosuch" in r.output and "Traceback" not in r.output
