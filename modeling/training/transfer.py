@@ -127,8 +127,9 @@ def fit_transfer_model(
             scope = ScopeModel("global", [], conformal_q(pred, ys[metric], INTERVAL_LEVEL),
                                w.min(axis=0), w.max(axis=0), {"mre": _mre(pred, ys[metric])})
             specs[metric] = MetricSpec(metric, "derived", {"global": scope})
-            report[metric] = {"mode": "derived", "global": {"estimator": "derived from iops", "cv_mre": _mre(pred, ys[metric]),
-                                         "cv_fold_std": 0.0}}
+            report[metric] = {"mode": "derived", "global": {
+                "estimator": "derived from iops", "feature_set": "extended", "cv_mre": _mre(pred, ys[metric]),
+                "cv_fold_std": 0.0}}
             continue
         if mode == "ratio" and "latency_mean_us" not in ys:
             continue

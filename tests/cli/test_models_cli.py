@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 import modeling.training.evaluate
 import modeling.training.fit
+import modeling.training.transfer
 from service.cli.main import app
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -19,7 +20,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def quick_candidates(monkeypatch):
     """The CLI trains with the default candidates; keep them tiny in tests."""
-    for module in (modeling.training.fit, modeling.training.evaluate):
+    for module in (modeling.training.fit, modeling.training.evaluate, modeling.training.transfer):
         monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
 
 
