@@ -16,6 +16,7 @@ from modeling.training.fit import fit_device_model
 from modeling.training.transfer import fit_transfer_model
 from modeling.training.train import train_device
 from modeling.training.selection import relative_errors
+from modeling.workload import WORKLOAD_FIELDS
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -103,3 +104,22 @@ def test_bad_references_are_domain_errors(datadir: DataDir, trained: str, new_de
     with pytest.raises(InvalidInput, match="own reference"):
         train_device(datadir, new_device, reference=new_device)
     assert datadir.catalog.active_model_version(new_device) is None
+
+
+def test_adaptive_plan_with_a_reference_spreads_over_its_predicted_range(datadir: DataDir, trained: str):
+    from collectors.sweep import sweep_plan
+
+    with pytest.raises(InvalidInput, match="adaptive"):
+        sweep_plan(datadir, "fresh2", "ssd", kind="lhs", budget=8, reference="synth")
+    with pytest.raises(UnknownDevice):
+        sweep_plan(datadir, "fresh2", "ssd", kind="adaptive", budget=8, reference="nosuch")
+    plan = sweep_plan(datadir, "fresh2", "ssd", kind="adaptive", budget=8, reference="synth")
+    assert len(plan.points) == 8
+    assert plan.settings["reference"] == {"device": "synth", "version": trained}
+    # the reference's predicted range is covered: its extremes over the candidate pool are picked
+    ref = ModelRegistry(datadir).load("synth")
+    chosen = np.array([[float(getattr(p, f)) for f in WORKLOAD_FIELDS] for p in plan.points])
+    pred = ref.predict_matrix(chosen, metrics=["iops"])["iops"][0]
+    pool = workload_matrix(synthetic_rows(seed=6).sample(40, random_state=0))
+    pool_pred = ref.predict_matrix(pool, metrics=["iops"])["iops"][0]
+    assert np.log(pred.max() / pred.min()) > 0.8 * np.log(pool_pred.max() / pool_pred.min())
