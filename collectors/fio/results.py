@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -370,8 +370,3 @@ def workload_from_options(options: Mapping[str, Any], *, source: str = "fio job"
         ) from exc
     except (TypeError, ValueError, OverflowError) as exc:
         raise FioOutputError(f"{source}: cannot read the workload from the job options: {exc}") from exc
-
-
-def iter_rows(results: Iterable[FioResult]) -> list[dict[str, Any]]:
-    """The measurement rows of several results."""
-    return [r.row for r in results]

@@ -18,11 +18,11 @@ from typing import Any
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
-from modeling.store.atomic import atomic_write
+from modeling.store.atomic import atomic_write, atomic_write_bytes
 from modeling.store.schema import damaged, is_damage, open_schema, undecodable
 from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
-from modeling.store.parquet_meta import sweep_record, write_sweep_parquet
+from modeling.store.parquet_meta import sidecar_bytes, sidecar_path, sweep_record, write_sweep_parquet
 from modeling.store.names import validate_name
 from modeling.store.records import (
     Device,
@@ -370,7 +370,11 @@ class Catalog(ModelVersionTable, JobTable):
             final.parent.mkdir(parents=True, exist_ok=True)
             Path(parquet).replace(final)
         assert sweep_id is not None
-        return self.get_sweep(sweep_id)
+        sweep = self.get_sweep(sweep_id)
+        # the records a catalog rebuild needs (class, metadata, provenance), beside the file
+        record = sweep_record(sweep, dev, info=full_info, finished_at=now)
+        atomic_write_bytes(sidecar_path(final), sidecar_bytes(record))
+        return sweep
 
     def measurements(self, device: str) -> pd.DataFrame:
         """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from modeling.errors import NotFound
 from modeling.store.datadir import DataDir
+from modeling.store.parquet_meta import sidecar_path
 
 
 @dataclass(frozen=True)
@@ -67,5 +68,7 @@ def delete_sweep(datadir: DataDir, sweep_id: int, *, device: str | None = None, 
             conn.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,))
         points = sweep.n_points
         if row["parquet"]:
-            (catalog.measurements_dir / row["parquet"]).unlink(missing_ok=True)
+            path = catalog.measurements_dir / row["parquet"]
+            path.unlink(missing_ok=True)
+            sidecar_path(path).unlink(missing_ok=True)
     return Deleted(name, 1, int(points), 0)

@@ -4,7 +4,10 @@ The rows alone are not enough to rebuild a lost catalog: the device's class and
 metadata, and the sweep's source, plan, target and provenance (fio version, engine,
 kernel...) live in the catalog.  Each Parquet file therefore holds them as key-value
 metadata under :data:`KEY`, written with the rows in the same atomic write, so
-``ssdpredict catalog rebuild`` can restore every complete sweep as it was.  (The raw fio
+``ssdpredict catalog rebuild`` can restore every complete sweep as it was.  A streamed
+import writes its Parquet file before the sweep exists, and rewriting a file of hundreds of
+megabytes to add a footer would double the import's I/O: its records go into a small
+sidecar file beside it (:func:`sidecar_path`), read back the same way.  (The raw fio
 JSON of each point stays in the catalog only: it is provenance, not needed to train.)
 """
 
@@ -46,12 +49,28 @@ def write_sweep_parquet(path: Path, frame: pd.DataFrame, record: dict[str, Any])
     pq.write_table(table.replace_schema_metadata(meta), path)
 
 
+def sidecar_path(path: Path) -> Path:
+    """Where the records of an imported sweep's Parquet file ``path`` live."""
+    return Path(path).with_suffix(".record.json")
+
+
+def sidecar_bytes(record: dict[str, Any]) -> bytes:
+    """The sidecar file's contents for ``record``."""
+    return json.dumps(record, sort_keys=True, default=str).encode()
+
+
 def read_sweep_record(path: Path) -> dict[str, Any] | None:
-    """The records stored in a sweep's Parquet file (None for a file written before they were)."""
+    """The records of a sweep's Parquet file, from its metadata or its sidecar file.
+
+    None for a file written before sweeps carried their records.
+    """
     meta = pq.read_schema(path).metadata or {}
-    if KEY not in meta:
+    if KEY in meta:
+        record = json.loads(meta[KEY])
+    elif sidecar_path(path).is_file():
+        record = json.loads(sidecar_path(path).read_bytes())
+    else:
         return None
-    record = json.loads(meta[KEY])
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         raise ValueError("foreign ssdpredict metadata")
     return record

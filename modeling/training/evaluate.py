@@ -195,6 +195,147 @@ def evaluate_holdout(
     )
 
 
+@dataclass
+class _OutOfFold:
+    """Every scored row's out-of-fold predictions, per metric (NaN where not predicted)."""
+
+    auto: dict[str, np.ndarray]
+    lower: dict[str, np.ndarray]
+    upper: dict[str, np.ndarray]
+    extrap: dict[str, np.ndarray]
+    glob: dict[str, np.ndarray]
+    regions: dict[str, dict[str, np.ndarray]]
+    feature_sets: dict[str, dict[str, np.ndarray]]
+    modes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, n: int) -> _OutOfFold:
+        def nan() -> dict[str, np.ndarray]:
+            return {m: np.full(n, np.nan) for m in METRICS}
+
+        return cls(
+            auto=nan(), lower=nan(), upper=nan(),
+            extrap={m: np.zeros(n, dtype=bool) for m in METRICS},
+            glob=nan(),
+            regions={r: nan() for r in REGION_NAMES},
+            feature_sets={fs: nan() for fs in FEATURE_SETS},
+            modes={m: {} for m in METRICS},
+        )
+
+    def take(self, rows: np.ndarray) -> _OutOfFold:
+        """The predictions of ``rows`` only."""
+        def sub(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {m: a[rows] for m, a in d.items()}
+
+        return _OutOfFold(
+            sub(self.auto), sub(self.lower), sub(self.upper), sub(self.extrap), sub(self.glob),
+            {r: sub(d) for r, d in self.regions.items()},
+            {fs: sub(d) for fs, d in self.feature_sets.items()},
+            self.modes,
+        )
+
+
+def _predict_out_of_fold(
+    clean: pd.DataFrame,
+    w: np.ndarray,
+    splits: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    inner: int,
+    budget: float | None,
+    candidates: list[Candidate] | None,
+    cands: list[Candidate],
+    feature_sets: tuple[str, ...],
+    compare_feature_sets: bool,
+    progress: Callable[[str, float], None] | None,
+) -> _OutOfFold:
+    """Train on each split's first part and predict its second, as ``train`` would."""
+    oof = _OutOfFold.empty(len(w))
+    for k, (train, test) in enumerate(splits):
+        if progress:
+            progress(f"training {k + 1}/{len(splits)}", k / len(splits))
+        # every training gets the tuning budget a real training gets: a nested evaluation
+        # of a starved search would report on a procedure nobody runs
+        res = _fold_predictions(
+            clean.iloc[train], w[test], inner, budget, candidates, feature_sets=feature_sets
+        )
+        for m, mode in res["modes"].items():
+            oof.modes[m][mode] = oof.modes[m].get(mode, 0) + 1
+        for m in METRICS:
+            value, lo, hi, ex, _ = res["auto"][m]
+            oof.auto[m][test], oof.lower[m][test], oof.upper[m][test], oof.extrap[m][test] = value, lo, hi, ex
+            oof.glob[m][test] = res["global"][m][0]
+            for region, (mask, pred) in res["regions"].items():
+                oof.regions[region][m][test[mask]] = pred[m][0]
+        if compare_feature_sets:
+            for fs in FEATURE_SETS:
+                # the side-by-side runs use each set's families as given (no tuning)
+                sub = [c for c in cands if c.feature_set == fs]
+                sub = sub or default_candidates((fs,), n_rows=len(train))
+                r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
+                for m in METRICS:
+                    oof.feature_sets[fs][m][test] = r["auto"][m][0]
+    return oof
+
+
+def _metric_entries(
+    oof: _OutOfFold, ys: dict[str, np.ndarray], groups: np.ndarray
+) -> dict[str, dict[str, Any]]:
+    """Per metric: the error summary, coverage, extrapolated share, and the global model's MRE."""
+    metrics: dict[str, dict[str, Any]] = {}
+    repeated = len(np.unique(groups)) < len(groups)
+    for m in METRICS:
+        y = ys[m]
+        entry = error_summary(oof.auto[m], y)
+        if repeated:
+            # against the median of each workload's runs: the error without run-to-run noise
+            typical = pd.Series(y).groupby(groups).transform("median").to_numpy()
+            entry["mre_vs_median"] = float(relative_errors(oof.auto[m], typical).mean())
+        entry["mre_global"] = float(relative_errors(oof.glob[m], y).mean())
+        entry["coverage"] = float(np.mean((y >= oof.lower[m]) & (y <= oof.upper[m])))
+        entry["extrapolated"] = float(oof.extrap[m].mean())
+        metrics[m] = entry
+    return metrics
+
+
+def _region_entries(oof: _OutOfFold, ys: dict[str, np.ndarray], w: np.ndarray) -> dict[str, dict[str, Any]]:
+    """Per region with data: global, region and auto MRE of every metric."""
+    out: dict[str, dict[str, Any]] = {}
+    codes = region_codes(w)
+    for i, region in enumerate(REGION_NAMES):
+        mask = codes == i
+        if not mask.any():
+            continue
+        entry: dict[str, Any] = {"n": int(mask.sum())}
+        for m in METRICS:
+            y = ys[m][mask]
+            rp = oof.regions[region][m][mask]
+            entry[m] = {
+                "global": float(relative_errors(oof.glob[m][mask], y).mean()),
+                "region": float(relative_errors(rp, y).mean()) if np.all(np.isfinite(rp)) else None,
+                "auto": float(relative_errors(oof.auto[m][mask], y).mean()),
+            }
+        out[region] = entry
+    return out
+
+
+def _physics_entries(
+    oof: _OutOfFold, ys: dict[str, np.ndarray], w: np.ndarray, metrics: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The physics check: each derivable metric from predicted IOPS against its own model."""
+    out: dict[str, Any] = {}
+    for m in DERIVABLE:
+        derived = derive_metric(m, oof.auto["iops"], w)
+        out[m] = {
+            "derived_from_iops_mre": float(relative_errors(derived, ys[m]).mean()),
+            "model_mre": metrics[m]["mre"],
+            # how far the model's own predictions are from the physical law (0 when derived)
+            "law_gap": float(relative_errors(oof.auto[m], derived).mean()),
+        }
+    # how often (in how many trainings) each way of predicting a metric was chosen
+    out["modes"] = oof.modes
+    return out
+
+
 def _evaluate(
     clean: pd.DataFrame,
     w: np.ndarray,
@@ -214,97 +355,29 @@ def _evaluate(
     start = time.monotonic()
     groups = workload_groups(w)
     cands = candidates or default_candidates(feature_sets, n_rows=int(groups.max()) + 1)
-    n = len(w)
-    auto = {m: np.full(n, np.nan) for m in METRICS}
-    lower = {m: np.full(n, np.nan) for m in METRICS}
-    upper = {m: np.full(n, np.nan) for m in METRICS}
-    extrap = {m: np.zeros(n, dtype=bool) for m in METRICS}
-    glob = {m: np.full(n, np.nan) for m in METRICS}
-    region_pred: dict[str, dict[str, np.ndarray]] = {
-        r: {m: np.full(n, np.nan) for m in METRICS} for r in REGION_NAMES
-    }
-    fs_pred = {fs: {m: np.full(n, np.nan) for m in METRICS} for fs in FEATURE_SETS}
-    modes: dict[str, dict[str, int]] = {m: {} for m in METRICS}
-    for k, (train, test) in enumerate(splits):
-        if progress:
-            progress(f"training {k + 1}/{len(splits)}", k / len(splits))
-        # every training gets the tuning budget a real training gets: a nested evaluation
-        # of a starved search would report on a procedure nobody runs
-        res = _fold_predictions(
-            clean.iloc[train], w[test], inner, budget, candidates, feature_sets=feature_sets
-        )
-        for m, mode in res["modes"].items():
-            modes[m][mode] = modes[m].get(mode, 0) + 1
-        for m in METRICS:
-            value, lo, hi, ex, _ = res["auto"][m]
-            auto[m][test], lower[m][test], upper[m][test], extrap[m][test] = value, lo, hi, ex
-            glob[m][test] = res["global"][m][0]
-            for region, (mask, pred) in res["regions"].items():
-                region_pred[region][m][test[mask]] = pred[m][0]
-        if compare_feature_sets:
-            for fs in FEATURE_SETS:
-                # the side-by-side runs use each set's families as given (no tuning)
-                sub = [c for c in cands if c.feature_set == fs]
-                sub = sub or default_candidates((fs,), n_rows=len(train))
-                r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
-                for m in METRICS:
-                    fs_pred[fs][m][test] = r["auto"][m][0]
+    oof = _predict_out_of_fold(
+        clean, w, splits, inner=inner, budget=budget, candidates=candidates, cands=cands,
+        feature_sets=feature_sets, compare_feature_sets=compare_feature_sets, progress=progress,
+    )
     scored = np.sort(np.concatenate([test for _, test in splits]))
-    w, clean, groups = w[scored], clean.iloc[scored], groups[scored]
+    w, clean, groups, oof = w[scored], clean.iloc[scored], groups[scored], oof.take(scored)
     ys = {m: y[scored] for m, y in ys.items()}
-    auto, lower, upper, glob = ({m: a[m][scored] for m in METRICS} for a in (auto, lower, upper, glob))
-    extrap = {m: extrap[m][scored] for m in METRICS}
-    metrics: dict[str, dict[str, Any]] = {}
-    repeated = len(np.unique(groups)) < len(groups)
-    for m in METRICS:
-        y = ys[m]
-        entry = error_summary(auto[m], y)
-        if repeated:
-            # against the median of each workload's runs: the error without run-to-run noise
-            typical = pd.Series(y).groupby(groups).transform("median").to_numpy()
-            entry["mre_vs_median"] = float(relative_errors(auto[m], typical).mean())
-        entry["mre_global"] = float(relative_errors(glob[m], y).mean())
-        entry["coverage"] = float(np.mean((y >= lower[m]) & (y <= upper[m])))
-        entry["extrapolated"] = float(extrap[m].mean())
-        metrics[m] = entry
+    metrics = _metric_entries(oof, ys, groups)
     report = EvaluationReport(device, method, len(scored), metrics)
     report.points = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(
         **{m: ys[m] for m in METRICS},
-        **{f"pred_{m}": auto[m] for m in METRICS},
-        **{f"pred_{m}_lower": lower[m] for m in METRICS},
-        **{f"pred_{m}_upper": upper[m] for m in METRICS},
-        **{f"{m}_extrapolated": extrap[m] for m in METRICS},
+        **{f"pred_{m}": oof.auto[m] for m in METRICS},
+        **{f"pred_{m}_lower": oof.lower[m] for m in METRICS},
+        **{f"pred_{m}_upper": oof.upper[m] for m in METRICS},
+        **{f"{m}_extrapolated": oof.extrap[m] for m in METRICS},
     )
     if compare_feature_sets:
         report.feature_sets = {
-            fs: {m: float(relative_errors(fs_pred[fs][m][scored], ys[m]).mean()) for m in METRICS}
+            fs: {m: float(relative_errors(oof.feature_sets[fs][m], ys[m]).mean()) for m in METRICS}
             for fs in FEATURE_SETS
         }
-    codes = region_codes(w)
-    for i, region in enumerate(REGION_NAMES):
-        mask = codes == i
-        if not mask.any():
-            continue
-        region_entry: dict[str, Any] = {"n": int(mask.sum())}
-        for m in METRICS:
-            y = ys[m][mask]
-            rp = region_pred[region][m][scored][mask]
-            region_entry[m] = {
-                "global": float(relative_errors(glob[m][mask], y).mean()),
-                "region": float(relative_errors(rp, y).mean()) if np.all(np.isfinite(rp)) else None,
-                "auto": float(relative_errors(auto[m][mask], y).mean()),
-            }
-        report.regions[region] = region_entry
-    for m in DERIVABLE:
-        derived = derive_metric(m, auto["iops"], w)
-        report.physics[m] = {
-            "derived_from_iops_mre": float(relative_errors(derived, ys[m]).mean()),
-            "model_mre": metrics[m]["mre"],
-            # how far the model's own predictions are from the physical law (0 when derived)
-            "law_gap": float(relative_errors(auto[m], derived).mean()),
-        }
-    # how often (in how many trainings) each way of predicting a metric was chosen
-    report.physics["modes"] = modes
+    report.regions = _region_entries(oof, ys, w)
+    report.physics = _physics_entries(oof, ys, w, metrics)
     report.noise_floor = noise_floor(clean)
     report.seconds = time.monotonic() - start
     return report

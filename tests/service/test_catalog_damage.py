@@ -146,3 +146,32 @@ def test_a_catalog_from_before_versioning_is_migrated(home: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 0
     conn.close()
+
+
+def test_an_imported_csv_sweep_comes_back_with_its_records(datadir: DataDir, tmp_path: Path) -> None:
+    """A streamed import writes its Parquet before the sweep exists: its records go beside it."""
+    from collectors.ingest import ingest_paths
+
+    csv = tmp_path / "runs.csv"
+    csv.write_bytes(CSV)
+    datadir.catalog.ensure_device("imported", "raid", {"level": 5})
+    sweep = ingest_paths(datadir, "imported", [csv])
+    (parquet,) = (datadir.measurements_dir / "imported").glob("sweep-*.parquet")
+    assert parquet.with_suffix(".record.json").is_file()
+    before = datadir.catalog.list_sweeps("imported")
+    (datadir.root / "catalog.sqlite3").unlink()
+
+    code, output = _cli("catalog", "rebuild", "--force")
+    assert code == 0, output
+    assert "no provenance" not in output
+    catalog = DataDir(datadir.root).catalog
+    device = catalog.get_device("imported")
+    assert (device.device_class, device.metadata) == ("raid", {"level": 5})
+    after = catalog.list_sweeps("imported")
+    assert [(s.id, s.n_points, s.source, s.info.get("files")) for s in after] == [
+        (s.id, s.n_points, s.source, s.info.get("files")) for s in before
+    ]
+    assert sweep.id == after[0].id
+    # deleting the sweep takes its records with it
+    assert _cli("sweeps", "delete", str(sweep.id), "--yes")[0] == 0
+    assert not parquet.with_suffix(".record.json").exists()
