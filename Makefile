@@ -19,11 +19,13 @@ IMAGE      ?= ssdpredict:latest
 # A PEM file to trust during the build, for a TLS-inspecting proxy between Docker and PyPI.
 CA_CERT    ?=
 
-.PHONY: run test test-browser bootstrap system-deps venv lint typecheck bench lock docker docker-smoke clean help
+.PHONY: run test test-slow test-all test-browser bootstrap system-deps venv lint typecheck bench lock docker docker-smoke clean help
 
 help:
 	@echo "make run   - sweep the local scratch file, train, report accuracy, serve on 127.0.0.1:8000"
-	@echo "make test  - run the whole test suite"
+	@echo "make test  - run the test suite but its slow end-to-end set (a few minutes on 2 cores)"
+	@echo "make test-slow - the slow set: notebooks, fuzzing, scikit-learn checks of the GP families, kill -9 and crash tests"
+	@echo "make test-all  - everything (what CI runs: test, test-slow, test-browser)"
 	@echo "make test-browser - install chromium, render the HTML report in it and check the screenshot"
 	@echo "make docker [BASE_IMAGE=...] - build the image; make docker-smoke - build, run and smoke-test it"
 	@echo "make lock  - rewrite $(CONSTRAINTS) from the virtualenv"
@@ -32,8 +34,15 @@ help:
 run: bootstrap
 	$(BIN)/ssdpredict quickstart
 
+# The suite is split by the `slow` marker so that the everyday run stays short; CI
+# (.ci/run) runs both halves and the browser test.
 test: bootstrap
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto -m "not slow"
+
+test-slow: bootstrap
+	$(BIN)/python -m pytest -q -n auto -m "slow and not browser"
+
+test-all: test test-slow test-browser
 
 # Chromium is about 350 MB installed, more than the rest of the test tools together, so
 # `make test` does not install it: there the browser test runs if chromium is present
@@ -102,7 +111,7 @@ bench: bootstrap
 # After changing pyproject.toml's dependencies. Installs what is missing without the old
 # pins (already installed versions stay), with every extra, then pins the whole closure.
 lock: venv
-	$(BIN)/python -m pip install -q -e '.[dev,fleet]'
+	$(BIN)/python -m pip install -q -e '.[dev]'
 	$(BIN)/python .ci/lock.py -o $(CONSTRAINTS)
 
 docker:

@@ -36,6 +36,7 @@ from collectors.fio.results import load_fio_json, parse_fio_document
 from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.store.records import Sweep
+from modeling.store.scratch import is_scratch_file
 from modeling.workload import Workload
 
 if TYPE_CHECKING:
@@ -152,7 +153,9 @@ def measure_after_sweep(
     from collectors.safety import check_target
 
     target = sweep.target or settings.target
-    info = check_target(target, settings.destroy_data)
+    # the closed-loop sweep just wrote this target: its own scratch file is no user's data
+    info = check_target(target, settings.destroy_data,
+                        owned=lambda path, st: is_scratch_file(datadir.catalog, path, st))
     size = settings.size_bytes
     if info.kind != "file":
         size = min(size, info.size - settings.offset_bytes)

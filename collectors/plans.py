@@ -5,10 +5,11 @@ A :class:`Plan` is an ordered list of workloads plus the seed that shuffled it. 
 an interrupted sweep of it can be found and resumed.  Point order is randomised so that
 drift (heat, garbage collection) does not line up with one workload dimension.
 
-Presets: ``quick`` (48 points for ``make run``), ``pts`` (the SNIA PTS IOPS matrix,
-7 mixes x 8 block sizes), ``nvmeof`` (includes numjobs), a full ``grid`` over value
-lists, ``lhs`` (Latin hypercube, ``scipy.stats.qmc``), ``random`` and ``adaptive`` (points
-where the current model is least certain).  TOML plan files
+Presets: ``quick`` (48 points for ``make run``: sizes 4 KiB-1 MiB, numjobs 1 and 4),
+``pts`` (the SNIA PTS IOPS matrix, 7 mixes x 8 block sizes), ``nvmeof`` (includes
+numjobs), a full ``grid`` over value lists, ``lhs`` (Latin hypercube,
+``scipy.stats.qmc``), ``random`` and ``adaptive`` (points where the current model is
+least certain).  TOML plan files
 (:mod:`collectors.plan_files`, read there and built here) describe any of them.
 """
 
@@ -209,13 +210,55 @@ def random_plan(n: int, bounds: Mapping[str, Sequence[Any]] | None = None, *, se
     return shuffled("random", _scale(unit, b), seed, n=n, bounds=_jsonable(bounds))
 
 
+QUICK_BOUNDS: Final[Mapping[str, tuple[float, float]]] = {
+    "write_ratio": (0.0, 1.0),
+    "queue_depth": (1, 32),
+    "request_size": (4 * KIB, 1 * MIB),
+    "randomness": (0.0, 1.0),
+    "numjobs": (1, 4),
+}
+"""The box the quick plan covers: what people ask about first."""
+QUICK_INTERIOR: Final = 32
+"""Space-filling points of the quick plan, beside its 16 corners (48 points, about a minute)."""
+
+
+def half_fraction_corners(d: int) -> np.ndarray:
+    """The 2^(d-1) corners of the unit cube whose signs multiply to +1 (a resolution-d design).
+
+    Every main effect and every two-factor interaction stays separable, with half the
+    runs of the full corner grid.
+    """
+    signs = np.array(list(itertools.product((-1, 1), repeat=d)))
+    return (signs[signs.prod(axis=1) == 1] + 1) / 2
+
+
 def quick_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int = DEFAULT_SEED) -> Plan:
-    """48 points for ``make run``: the 24-point corner grid plus 24 Latin-hypercube points."""
-    corners = grid_points(values)
-    bounds: dict[str, tuple[Any, Any]] = {"queue_depth": (1, 32), "request_size": (4 * KIB, 256 * KIB)}
+    """48 points for ``make run``: sizes 4 KiB-1 MiB, queue depth 1-32, numjobs 1 and 4, any mix.
+
+    16 corners (a half fraction of the 32 corners of the box, so that each dimension's
+    extremes are measured and every question inside the box is an interpolation) and 32
+    interior points of a Latin hypercube optimised for space filling (centred
+    discrepancy), their sizes rounded to powers of two.  Numjobs is two-level: the
+    hypercube's fifth column split at one half gives exactly as many points at 1 job as
+    at 4.  Value lists (``sizes = ["4k", "64k"]``...) set the box to their smallest and
+    largest values.
+    """
+    bounds: dict[str, tuple[float, float]] = dict(QUICK_BOUNDS)
     bounds.update(_bounds_from_values({k: v for k, v in (values or {}).items() if v}))
-    interior = lhs_points(24, bounds, seed=seed)
-    return shuffled("quick", corners + interior, seed, values=_jsonable(values))
+    from scipy.stats import qmc  # heavy import (~1 s), only needed for sampled plans
+
+    sampler = qmc.LatinHypercube(d=len(bounds), optimization="random-cd", rng=np.random.default_rng(seed))
+    interior = sampler.random(QUICK_INTERIOR)
+    names = list(bounds)
+    nj = names.index("numjobs")
+    interior[:, nj] = (interior[:, nj] >= 0.5).astype(float)
+    # sizes at powers of two from the smallest: the sizes applications issue and people ask about
+    low, high = bounds["request_size"]
+    octaves = max(round(math.log2(high / low)), 1)
+    size = names.index("request_size")
+    interior[:, size] = np.round(interior[:, size] * octaves) / octaves
+    unit = np.vstack([half_fraction_corners(len(bounds)), interior])
+    return shuffled("quick", _scale(unit, bounds), seed, values=_jsonable(values))
 
 
 def pts_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int = DEFAULT_SEED) -> Plan:

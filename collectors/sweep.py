@@ -24,7 +24,7 @@ from collectors import points as pointmod
 from collectors.devices import nvmeof
 from collectors.fio.engines import resolve_engine, spdk_plugin
 from collectors.fio.jobs import JobSettings
-from collectors.fio.runner import fio_binary, fio_version, run_fio
+from collectors.fio.runner import check_reachable, fio_binary, fio_version, run_fio
 from collectors.plans import Plan, build_plan
 from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summary
 from collectors.safety import check_target, prepare_file
@@ -137,6 +137,8 @@ def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSe
     remote = settings.job_remote
     if settings.csd_path == "internal":
         target = settings.internal_target or target
+    if settings.remote is not None:
+        check_reachable(settings.remote)
     if settings.nvmeof is not None and settings.engine == "spdk":
         if not settings.destroy_data:
             raise UnsafeTarget(

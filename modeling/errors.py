@@ -130,6 +130,18 @@ class DeviceUnavailable(SsdPredictError):
     code = "device_unavailable"
 
 
+class MissingDependency(SsdPredictError):
+    """An optional package a feature needs is not installed."""
+
+    kind = "unavailable"
+    code = "missing_dependency"
+
+
+class ClusterUnavailable(SsdPredictError):
+    """The Dask scheduler named for distributed work cannot be reached."""
+
+    kind = "unavailable"
+    code = "cluster_unavailable"
 class CatalogCorrupt(SsdPredictError):
     """The SQLite catalog is damaged (or lost while measurements and models remain)."""
 

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Final, Literal, overload
 from collections.abc import Mapping
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 KIB: Final = 1024
 MIB: Final = 1024 * KIB
@@ -56,7 +56,9 @@ METRIC_UNITS: Final[Mapping[str, str]] = {
 SMALL_REQUEST_MAX: Final = 32 * KIB
 """Requests up to this size count as *small* for the workload regions."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+SIZE_PATTERN: Final = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)([iI]?[bB]?)\s*$"
+"""A size string (``16k``, ``4KiB``, ``1m``): what :func:`parse_size` reads and the API schema says."""
+_SIZE_RE = re.compile(SIZE_PATTERN)
 _SIZE_MULT = {"": 1, "k": KIB, "m": MIB, "g": 1024 * MIB, "t": 1024 * 1024 * MIB}
 
 
@@ -215,6 +217,20 @@ def _spec(name: str) -> Any:
     return LIMITS[name].pydantic_field()
 
 
+def _size_schema(name: str, *, nullable: bool = False) -> WithJsonSchema:
+    """The request schema of a size field: whole bytes within the table's limits, or a size string.
+
+    The field's type is ``int`` (what a validated workload holds, and what responses
+    show); the input also takes ``"16k"``, as the CLI and CSV files do.
+    """
+    limit = LIMITS[name]
+    number = {"type": "integer", "minimum": int(limit.low), "maximum": int(limit.high),
+              "multipleOf": SIZE_STEP}
+    text = {"type": "string", "pattern": SIZE_PATTERN, "examples": ["4k", "16KiB", "1m"]}
+    return WithJsonSchema({"anyOf": [number, text, *([{"type": "null"}] if nullable else [])]},
+                          mode="validation")
+
+
 _Size = BeforeValidator(parse_size)
 # The limits sit inside the union: on ``int | None`` an explicit null reached the ``ge``
 # check and raised TypeError (a 500 in the API) instead of meaning "use the default".
@@ -314,11 +330,17 @@ class Workload(BaseModel):
     # from WORKLOAD_LIMITS (a test holds the fields equal to the table).
     write_ratio: Annotated[float, _limits("write_ratio")] = _spec("write_ratio")
     queue_depth: Annotated[int, _limits("queue_depth")] = _spec("queue_depth")
-    request_size: Annotated[int, _limits("request_size"), _Size] = _spec("request_size")
+    request_size: Annotated[int, _limits("request_size"), _Size, _size_schema("request_size")] = _spec(
+        "request_size"
+    )
     randomness: Annotated[float, _limits("randomness")] = _spec("randomness")
     numjobs: Annotated[int, _limits("numjobs")] = _spec("numjobs")
-    read_size: Annotated[Annotated[int, _limits("read_size")] | None, _OptionalSize] = _spec("read_size")
-    write_size: Annotated[Annotated[int, _limits("write_size")] | None, _OptionalSize] = _spec("write_size")
+    read_size: Annotated[
+        Annotated[int, _limits("read_size")] | None, _OptionalSize, _size_schema("read_size", nullable=True)
+    ] = _spec("read_size")
+    write_size: Annotated[
+        Annotated[int, _limits("write_size")] | None, _OptionalSize, _size_schema("write_size", nullable=True)
+    ] = _spec("write_size")
     read_randomness: Annotated[float, _limits("read_randomness")] | None = _spec("read_randomness")
     write_randomness: Annotated[float, _limits("write_randomness")] | None = _spec("write_randomness")
 

@@ -36,6 +36,22 @@ class Settings(BaseSettings):
         le=256,
         description="BLAS threads per server process (predictions parallelise by row blocks instead)",
     )
+    model_refresh_ms: int = Field(
+        default=500,
+        ge=0,
+        le=600_000,
+        description="how often, at most, a server checks the catalog for versions activated elsewhere",
+    )
+    model_cache_mb: int = Field(
+        default=2048, ge=1, description="memory budget of loaded models (estimated); least recently used out"
+    )
+    scheduler: str | None = Field(
+        default=None,
+        description="Dask scheduler (tcp://HOST:8786) for training many devices; unset: a local cluster",
+    )
+    fleet_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="processes of the local Dask cluster (default: one per core)"
+    )
     fio: str | None = Field(default=None, description="path of the fio binary (default: fio on PATH)")
     spdk_plugin: str | None = Field(
         default=None, description="SPDK's fio plugin (build/fio/spdk_nvme) for --engine spdk"
@@ -52,6 +68,17 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("scheduler")
+    @classmethod
+    def _scheduler_address(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        scheme, sep, rest = value.partition("://")
+        if not sep or scheme not in ("tcp", "tls") or not rest:
+            raise ValueError(f"scheduler must look like tcp://HOST:8786, not {value!r}")
+        return value
 
     @field_validator("fio", "spdk_plugin")
     @classmethod

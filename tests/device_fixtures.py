@@ -13,6 +13,8 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -103,12 +105,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real ``fio --server`` on 127.0.0.1 (a remote host, or a CSD's in-drive fio); yields ``host:port``."""
+@dataclass(frozen=True)
+class FioServer:
+    """A running ``fio --server``: its ``host:port`` and its process (to kill it mid-test)."""
+
+    remote: str
+    process: subprocess.Popen[bytes]
+
+
+@contextmanager
+def serve_fio(fio: str, cwd: Path) -> Iterator[FioServer]:
+    """A real ``fio --server`` on 127.0.0.1, listening when entered; stopped on exit."""
     port = free_port()
-    cwd = tmp_path_factory.mktemp("fio-server")
-    proc = subprocess.Popen([fio_available, f"--server=127.0.0.1,{port}"], cwd=cwd,
+    proc = subprocess.Popen([fio, f"--server=127.0.0.1,{port}"], cwd=cwd,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 15
@@ -120,7 +129,7 @@ def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> 
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"fio --server did not start listening on port {port}")
                 time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
+        yield FioServer(f"127.0.0.1:{port}", proc)
     finally:
         proc.terminate()
         try:
@@ -128,3 +137,18 @@ def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def fio_server(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``fio --server`` on 127.0.0.1 (a remote host, or a CSD's in-drive fio); yields ``host:port``."""
+    with serve_fio(fio_available, tmp_path_factory.mktemp("fio-server")) as server:
+        yield server.remote
+
+
+@pytest.fixture(scope="module")
+def fio_servers(fio_available: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """Two real ``fio --server`` instances on 127.0.0.1 (two hosts of a fleet); yields both ``host:port``."""
+    with serve_fio(fio_available, tmp_path_factory.mktemp("fio-server-a")) as first, \
+            serve_fio(fio_available, tmp_path_factory.mktemp("fio-server-b")) as second:
+        yield first.remote, second.remote

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from functools import lru_cache
@@ -50,6 +51,21 @@ def parse_remote(remote: str) -> tuple[str, int]:
     if not 1 <= port <= 65535:
         raise InvalidInput(f"invalid remote port {port}")
     return host, port
+
+
+def check_reachable(remote: str, timeout: float = 10.0) -> None:
+    """Raise ``FioError`` unless a TCP connection to the fio server ``remote`` opens.
+
+    Checked before a remote sweep touches the catalog: the engine probe would otherwise
+    read an unreachable server as "no io_uring, no libaio" and go on with psync.
+    """
+    host, port = parse_remote(remote)
+    try:
+        with socket.create_connection((host.strip("[]"), port), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise FioError(f"cannot connect to fio server {host}:{port}: {reason}") from None
 
 
 def run_fio(

@@ -21,7 +21,8 @@ def read_workload_csv(path: Path) -> pd.DataFrame:
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise InvalidInput(f"cannot read {path} as CSV: {exc}") from exc
     for name in SIZE_FIELDS & set(frame.columns):
-        if frame[name].dtype == object:
+        # any text column (object, or pandas' string dtype): "16k" is a size as on the command line
+        if not pd.api.types.is_numeric_dtype(frame[name]):
             try:
                 frame[name] = [None if pd.isna(v) else parse_size(str(v)) for v in frame[name]]
             except ValueError as exc:

@@ -15,8 +15,8 @@ the version recorded in the catalog (with a copy of the manifest), so a failed o
 interrupted training never leaves a half-written model nor touches the active one.
 Loading checks the manifest against the catalog's copy, every file against its
 checksum and ``models.json`` against its schema; anything else raises ``CorruptModel``.
-Loaded models are cached per ``(device, version)``; the active version of a device is
-looked up at most every ``active_ttl_s`` seconds.
+Loaded models are cached per ``(device, version)`` in a memory-bounded LRU; the active
+versions are re-read when the catalog changed, checked at most every ``refresh_s``.
 """
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ import numpy as np
 
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import MetricSpec, ScopeModel
+from modeling.serving.model_cache import ModelCache
 from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
 from modeling.estimators.serialize import export_estimator, import_estimator
 from modeling.store import DataDir, ModelVersion
 from modeling.store.names import validate_name
+from modeling.store.watch import CatalogWatch
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
 FORMAT = "ssdpredict-model"
@@ -145,6 +147,16 @@ def save_model(
     job_id: str | None = None,
 ) -> ModelVersion:
     """Write a model version atomically, then record it in the catalog (ending ``job_id``'s job)."""
+    manifest = write_model_files(datadir, model, manifest)
+    return register_model(datadir, manifest, activate=activate, job_id=job_id)
+
+
+def write_model_files(datadir: DataDir, model: DeviceModel, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Write a version's folder atomically, without touching the catalog; returns its full manifest.
+
+    This half runs wherever the model was fitted (a Dask worker, say): only files under the
+    data directory's ``models/`` are written, so many processes may run it at once.
+    """
     device = validate_name(model.device)
     version = validate_name(model.version, "model version")
     doc, blobs = encode_model(model)
@@ -173,12 +185,45 @@ def save_model(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return full_manifest
+
+
+def register_model(
+    datadir: DataDir, manifest: dict[str, Any], *, activate: bool, job_id: str | None = None
+) -> ModelVersion:
+    """Record a version written by :func:`write_model_files` in the catalog (the one catalog write).
+
+    ``job_id``: the retrain job ends as succeeded in the same transaction.  If recording
+    fails the version's folder is removed, so no unregistered model is left.
+    """
+    device = validate_name(str(manifest["device"]))
+    version = validate_name(str(manifest["version"]), "model version")
     try:
         return datadir.catalog.add_model_version(
-            device, version, f"{device}/{version}", full_manifest, activate=activate, job_id=job_id
+            device, version, f"{device}/{version}", manifest, activate=activate, job_id=job_id
         )
     except BaseException:
-        shutil.rmtree(final, ignore_errors=True)
+        shutil.rmtree(datadir.device_models_dir(device) / version, ignore_errors=True)
+        raise
+
+
+def register_models(datadir: DataDir, manifests: list[dict[str, Any]]) -> list[ModelVersion]:
+    """Record several written versions in one catalog transaction, all or none; each becomes
+    active if its manifest's ``activation`` decided so.
+
+    If recording fails their folders are removed, so no unregistered model is left.
+    """
+    entries = []
+    for manifest in manifests:
+        device = validate_name(str(manifest["device"]))
+        version = validate_name(str(manifest["version"]), "model version")
+        activate = bool((manifest.get("activation") or {}).get("activated"))
+        entries.append((device, version, f"{device}/{version}", manifest, activate))
+    try:
+        return datadir.catalog.add_model_versions(entries)
+    except BaseException:
+        for device, version, *_ in entries:
+            shutil.rmtree(datadir.device_models_dir(device) / version, ignore_errors=True)
         raise
 
 
@@ -228,29 +273,43 @@ def read_model(datadir: DataDir, mv: ModelVersion) -> DeviceModel:
 
 
 class ModelRegistry:
-    """Loads, caches and activates model versions of the devices in a data directory."""
+    """Loads, caches and activates model versions of the devices in a data directory.
 
-    def __init__(self, datadir: DataDir, *, active_ttl_s: float = 1.0) -> None:
+    Several serving processes (or machines, over a shared filesystem) may share one data
+    directory.  Each notices a newly activated version within ``refresh_s`` of the
+    activation, whoever made it: at most every ``refresh_s`` a request asks the catalog
+    whether anything was committed (``PRAGMA data_version``, a few microseconds) and only
+    then re-reads the active versions, in one query.  A version no longer active is dropped
+    from memory then, and the cache keeps at most ``cache_bytes`` of models (estimated),
+    least recently used first out.
+    """
+
+    def __init__(
+        self, datadir: DataDir, *, refresh_s: float = 0.5, cache_bytes: int | None = None
+    ) -> None:
         self.datadir = datadir
-        self.active_ttl_s = active_ttl_s
-        self._lock = threading.Lock()
-        self._models: dict[tuple[str, str], DeviceModel] = {}
-        self._active: dict[str, tuple[float, str]] = {}
+        self.refresh_s = refresh_s
+        self.cache = ModelCache(cache_bytes)
+        self._watch = CatalogWatch(datadir.catalog_path)
+        self._active: dict[str, str] = {}
+        self._next_check = 0.0
+        self._refresh_lock = threading.Lock()
+        self._load_lock = threading.Lock()
 
     def load(self, device: str, version: str | None = None) -> DeviceModel:
         """The device's model (active version when ``version`` is None), cached."""
         if version is None:
             version = self._active_version(device)
         key = (device, version)
-        model = self._models.get(key)
+        model = self.cache.get(key)
         if model is not None:
             return model
-        with self._lock:
-            model = self._models.get(key)
+        with self._load_lock:  # one load at a time: the same model is never read twice at once
+            model = self.cache.get(key)
             if model is None:
                 mv = self.datadir.catalog.get_model_version(device, version)
                 model = read_model(self.datadir, mv)
-                self._models[key] = model
+                self.cache.put(key, model)
         return model
 
     def versions(self, device: str) -> list[ModelVersion]:
@@ -261,38 +320,61 @@ class ModelRegistry:
         """Make ``version`` active (after checking it loads); rollback and roll forward."""
         self.load(device, version)
         mv = self.datadir.catalog.activate_model(device, version)
-        with self._lock:
-            self._active.pop(device, None)
+        self.refresh(force=True)
         return mv
 
     def invalidate(self, device: str | None = None) -> None:
-        """Forget cached active-version lookups (all devices, or one)."""
-        with self._lock:
-            if device is None:
-                self._active.clear()
-            else:
-                self._active.pop(device, None)
+        """Re-read the active versions now, after this process changed them (all devices: one query)."""
+        self.refresh(force=True)
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Pick up versions activated elsewhere and drop the ones no longer active.
+
+        Unforced, it does nothing until ``refresh_s`` has passed since the last check, and
+        a request that finds another thread checking goes on with what it has.
+        """
+        now = time.monotonic()
+        if not force and now < self._next_check:
+            return
+        if not self._refresh_lock.acquire(blocking=force):
+            return
+        try:
+            self._next_check = now + self.refresh_s
+            if not self._watch.changed() and not force:
+                return
+            before, after = self._active, self._watch.active_versions()
+            self._active = after
+            # a version that was active here and is not any more is one this replica no longer serves
+            retired = {(d, v) for d, v in before.items() if after.get(d) != v}
+            self.cache.evict(lambda key: key in retired)
+        finally:
+            self._refresh_lock.release()
 
     def forget(self, device: str) -> None:
         """Drop every cached model and active-version lookup of ``device`` (it was deleted)."""
-        with self._lock:
-            self._active.pop(device, None)
-            for key in [k for k in self._models if k[0] == device]:
-                del self._models[key]
+        self._active = {d: v for d, v in self._active.items() if d != device}
+        self.cache.evict(lambda key: isinstance(key, tuple) and key[0] == device)
 
     def _active_version(self, device: str) -> str:
-        now = time.monotonic()
-        hit = self._active.get(device)
-        if hit is not None and now - hit[0] < self.active_ttl_s:
-            return hit[1]
+        self.refresh()
+        version = self._active.get(device)
+        if version is not None:
+            return version
+        # not active as of the last check: activated since, or no model, or no such device
         mv = self.datadir.catalog.active_model_version(device)  # raises UnknownDevice
         if mv is None:
             raise NoModel(
                 f"device {device!r} has no trained model yet; run `ssdpredict train --device {device}`"
             )
-        with self._lock:
-            self._active[device] = (now, mv.version)
         return mv.version
 
 
-__all__ = ["ModelRegistry", "NotFound", "read_model", "save_model"]
+__all__ = [
+    "ModelRegistry",
+    "NotFound",
+    "read_model",
+    "register_model",
+    "register_models",
+    "save_model",
+    "write_model_files",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,15 @@ from modeling.store.records import (
 
 __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
+
+
+def read_measurement_files(folder: Path, files: Sequence[tuple[int, str]]) -> pd.DataFrame:
+    """The rows of ``(sweep id, Parquet file relative to folder)`` files, concatenated."""
+    frames = [_with_sweep_id(pd.read_parquet(folder / name), sweep_id) for sweep_id, name in files]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
 
 
 # A sweep stored straight to Parquet (an import) keeps its row count in info.n_rows: its
@@ -378,15 +387,29 @@ class Catalog(ModelVersionTable, JobTable):
 
     def measurements(self, device: str) -> pd.DataFrame:
         """Every measured row of a device's complete sweeps, with a ``sweep_id`` column."""
-        frames = [
-            _with_sweep_id(pd.read_parquet(self.measurements_dir / s.parquet), s.id)
-            for s in self.list_sweeps(device)
-            if s.status == "complete" and s.parquet
-        ]
-        frames = [f for f in frames if not f.empty]
-        if not frames:
-            return pd.DataFrame()
-        return pd.concat(frames, ignore_index=True)
+        return read_measurement_files(self.measurements_dir, self.measurement_files([device])[device])
+
+    def measurement_files(self, devices: Sequence[str]) -> dict[str, list[tuple[int, str]]]:
+        """Each device's ``(sweep id, Parquet file)`` pairs (relative to the measurements folder),
+        complete sweeps only.
+
+        One query for any number of devices: a fleet's client lists them for its workers,
+        which then read files only and never open the catalog.  Raises ``UnknownDevice``.
+        """
+        wanted = list(dict.fromkeys(devices))
+        files: dict[str, list[tuple[int, str]]] = {}
+        with self.connect() as conn:
+            for row in conn.execute("SELECT name FROM devices"):
+                files[row["name"]] = []
+            for row in conn.execute(
+                "SELECT d.name, s.id, s.parquet FROM sweeps s JOIN devices d ON d.id = s.device_id"
+                " WHERE s.status = 'complete' AND s.parquet IS NOT NULL ORDER BY s.id"
+            ):
+                files[row["name"]].append((int(row["id"]), str(row["parquet"])))
+        missing = [d for d in wanted if d not in files]
+        if missing:
+            raise UnknownDevice(missing[0])
+        return {d: files[d] for d in wanted}
 
     def device_name(self, device_id: int) -> str:
         """The name of the device with catalog id ``device_id``."""

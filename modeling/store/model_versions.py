@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 from pathlib import Path
 
-from modeling.errors import NotFound
+from modeling.errors import NotFound, UnknownDevice
 from modeling.store.atomic import atomic_write_bytes
 from modeling.store.jobs import finish_job_sql
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
@@ -71,6 +72,53 @@ class ModelVersionTable:
         if activate:
             self._mark_active(dev.name, version)
         return self.get_model_version(device, version)
+
+    def add_model_versions(
+        self, entries: Sequence[tuple[str, str, str, dict[str, Any], bool]]
+    ) -> list[ModelVersion]:
+        """Record stored versions ``(device, version, path, manifest, activate)`` in one transaction.
+
+        A fleet's client registers whatever its workers finished since it last looked in
+        one commit: a commit costs far more than the rows in it.  All or none are recorded;
+        raises ``UnknownDevice`` for a device not in the catalog.
+        """
+        created = utcnow()
+        with self.connect() as conn:  # an exception inside rolls every row back
+            for device, version, path, manifest, activate in entries:
+                row = conn.execute("SELECT id FROM devices WHERE name = ?", (device,)).fetchone()
+                if row is None:
+                    raise UnknownDevice(device)
+                device_id = row[0]
+                conn.execute(
+                    "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
+                    " VALUES (?, ?, 0, ?, ?, ?)",
+                    (version, device_id, path, json.dumps(manifest, sort_keys=True), created),
+                )
+                if activate:
+                    conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (device_id,))
+                    conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+        for device, version, _, _, activate in entries:
+            if activate:
+                self._mark_active(device, version)
+        # the manifests as the catalog holds them (JSON round trip), like a re-read would give
+        return [
+            ModelVersion(version, device, activate, path, json.loads(json.dumps(m, sort_keys=True)), created)
+            for device, version, path, m, activate in entries
+        ]
+
+    def active_model_versions(self) -> dict[str, ModelVersion]:
+        """Every device's active model version, in one query."""
+        with self.connect() as conn:
+            rows = conn.execute(
+                "SELECT m.*, d.name AS device_name FROM models m JOIN devices d ON d.id = m.device_id"
+                " WHERE m.active = 1"
+            ).fetchall()
+        return {r["device_name"]: model_from_row(r, r["device_name"]) for r in rows}
+
+    def model_version_names(self) -> set[str]:
+        """Every version name in the catalog (names are unique across devices)."""
+        with self.connect() as conn:
+            return {row[0] for row in conn.execute("SELECT version FROM models")}
 
     def activate_model(self, device: str, version: str) -> ModelVersion:
         """Make ``version`` the device's active model (rollback or roll forward)."""

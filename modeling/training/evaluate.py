@@ -24,7 +24,6 @@ from modeling.serving.metric_models import DERIVABLE, derive_metric
 from modeling.workload_matrix import region_codes
 from modeling.errors import NoData
 from modeling.features import FEATURE_SETS
-from modeling.workload_matrix import workload_matrix
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.training.selection import (
     Candidate,
@@ -34,6 +33,7 @@ from modeling.training.selection import (
     workload_groups,
 )
 from modeling.store import DataDir
+from modeling.training.accuracy import error_summary, noise_floor
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 
 
@@ -67,40 +67,6 @@ class EvaluationReport:
             "noise_floor": self.noise_floor,
             "seconds": round(self.seconds, 2),
         }
-
-
-def error_summary(pred: np.ndarray, y: np.ndarray) -> dict[str, Any]:
-    """MRE, median and p90 relative error, R² and n of predictions against truth."""
-    re = relative_errors(pred, y)
-    ss_res = float(np.sum((y - pred) ** 2))
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    return {
-        "mre": float(re.mean()),
-        "n": int(len(y)),
-        "median_re": float(np.median(re)),
-        "p90_re": float(np.percentile(re, 90)),
-        "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
-    }
-
-
-def noise_floor(frame: pd.DataFrame) -> dict[str, Any] | None:
-    """Run-to-run spread of repeated workloads: mean CV and mean relative deviation per metric."""
-    w = workload_matrix(frame)
-    groups = workload_groups(w)
-    counts = np.bincount(groups)
-    repeated = counts[groups] >= 2
-    if not repeated.any():
-        return None
-    out: dict[str, Any] = {"n_workloads": int((counts >= 2).sum()), "n_rows": int(repeated.sum())}
-    sub = frame.loc[repeated, list(METRICS)].astype(float).assign(_g=groups[repeated])
-    for metric in METRICS:
-        g = sub.groupby("_g")[metric]
-        cv = (g.std(ddof=1) / g.mean()).mean()
-        dev = (np.abs(sub[metric] - g.transform("mean")) / sub[metric]).mean()
-        # what even a perfect model of each workload's typical value scores against single runs
-        floor = (np.abs(sub[metric] - g.transform("median")) / sub[metric]).mean()
-        out[metric] = {"cv": float(cv), "mre_vs_mean": float(dev), "mre_vs_median": float(floor)}
-    return out
 
 
 def _fold_predictions(

@@ -29,6 +29,7 @@ from modeling.workload_matrix import region_codes, workload_matrix
 from modeling.errors import NoData
 from modeling.estimators.families import make_estimator
 from modeling.features import compute_features
+from modeling.training.accuracy import oof_evaluation
 from modeling.training.selection import (
     Candidate,
     Selection,
@@ -186,6 +187,8 @@ class _Fit:
     region_sel: dict[tuple[str, str], Selection] = field(default_factory=dict)
     selections: dict[str, Selection] = field(default_factory=dict)
     final_oof: dict[str, np.ndarray] = field(default_factory=dict)
+    # out-of-fold predictions of the tail/mean ratio, when the tail is predicted as a ratio
+    ratio_oof: np.ndarray | None = None
 
     def step(self, message: str) -> None:
         """Report one selection call done."""
@@ -213,7 +216,7 @@ def fit_device_model(
     tuned.
     """
     start = time.monotonic()
-    w_runs, ys_runs, _ = training_rows(frame)
+    w_runs, ys_runs, runs = training_rows(frame)
     w, ys, run_groups = median_by_workload(w_runs, ys_runs)
     if len(w) < MIN_ROWS:
         raise NoData(f"only {len(w)} distinct measured workloads; at least {MIN_ROWS} are needed to train")
@@ -246,9 +249,35 @@ def fit_device_model(
         "interval_level": INTERVAL_LEVEL,
         "feature_sets": sorted({c.feature_set for c in fit.cands}),
         "data_regions": sorted(data_regions),
+        "evaluation": oof_evaluation(_served_oof(fit), ys, folds=len(fit.splits), runs=runs),
         "train_seconds": round(time.monotonic() - start, 3),
     }
     return model, summary
+
+
+def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
+    """Out-of-fold predictions of every metric as the model serves it by default (``auto``).
+
+    The global model's, replaced on each region whose own model won there; a derived
+    metric follows the IOPS model's regions, a ratio the served mean latency.
+    """
+    served: dict[str, np.ndarray] = {}
+    for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):
+        spec = fit.specs[metric]
+        if spec.mode == "ratio":
+            assert fit.ratio_oof is not None
+            served[metric] = fit.ratio_oof * served["latency_mean_us"]
+            continue
+        oof = fit.final_oof[metric].copy()
+        for region in spec.auto_regions:
+            mask = fit.region_masks[region]
+            if spec.mode == "derived":
+                iops = fit.region_sel[("iops", region)].oof
+                oof[mask] = derive_metric(metric, iops, fit.w[mask]) * spec.scopes[region].scale
+            else:
+                oof[mask] = fit.region_sel[(metric, region)].oof
+        served[metric] = oof
+    return served
 
 
 def _plan(
@@ -401,6 +430,7 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
         entry["mode"] = "ratio"
         entry["global"] = ratio_entry
         fit.final_oof["latency_p99_us"] = ratio_oof
+        fit.ratio_oof = ratio_oof / fit.final_oof["latency_mean_us"]
     return spec
 
 
@@ -418,7 +448,8 @@ def _ratio_spec(
     """Tail latency as (learned tail/mean ratio) x (predicted mean latency), global scope only.
 
     Queueing makes tail and mean latency grow together; their ratio is often smoother
-    than either, so the tree has less to learn.
+    than either, so the tree has less to learn.  Also returns the ratio's out-of-fold
+    predictions (scaled as served).
     """
     sel = select(w, y / mean_y, splits, for_metric(cands, "latency_p99_us"), budget, tune=tune)
     oof = sel.oof * mean_oof

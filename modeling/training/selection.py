@@ -11,10 +11,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
+from modeling.errors import InvalidInput
 from modeling.estimators.families import make_estimator
 from modeling.features import FEATURE_NAMES, compute_features
 
@@ -91,6 +93,25 @@ def default_candidates(
         ]
         out += family[:4] if quick else family
     return out
+
+
+def candidates_of_kinds(
+    kinds: Sequence[str], feature_sets: tuple[str, ...] = ("extended",)
+) -> list[Candidate]:
+    """The default candidates of the named estimator kinds only (a fast, untuned training).
+
+    Raises ``InvalidInput`` naming the kinds there are.
+    """
+    pool = default_candidates(feature_sets)
+    known = list(dict.fromkeys(c.kind for c in pool))
+    unknown = [k for k in kinds if k not in known]
+    if unknown or not kinds:
+        raise InvalidInput(
+            f"unknown estimator kind(s) {', '.join(unknown) or '(none given)'};"
+            f" use some of {', '.join(known)}",
+            details={"field": "candidates"},
+        )
+    return [c for c in pool if c.kind in kinds]
 
 
 # Hyperparameter steps tried around a winning configuration, per estimator kind.

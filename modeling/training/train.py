@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from modeling.serving.device_model import DeviceModel
+from modeling.serving.registry import register_models, save_model, write_model_files
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.training.transfer import MIN_TRANSFER_ROWS, fit_with_reference, load_reference
-from modeling.serving.registry import save_model
 from modeling.store import DataDir, ModelVersion
+from modeling.store.catalog import read_measurement_files
 from modeling.store.locks import DeviceLock
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 
@@ -99,6 +102,31 @@ def _train(
     # raises NoData early, before any work
     _, _, clean = training_rows(frame, MIN_TRANSFER_ROWS) if ref else training_rows(frame)
     version = new_version(datadir, device)
+    model, manifest = _fit(frame, clean, device, version, folds, time_budget_s, progress, ref=ref, **fit_kw)
+    decision = activation_decision(catalog.active_model_version(device), manifest, activate=activate,
+                                   force=force_activate)
+    manifest["activation"] = decision
+    if progress:
+        progress("saving", 1.0)
+    return save_model(datadir, model, _jsonable(manifest), activate=decision["activated"], job_id=job_id)
+
+
+def _fit(
+    frame: pd.DataFrame,
+    clean: pd.DataFrame,
+    device: str,
+    version: str,
+    folds: int,
+    time_budget_s: float | None,
+    progress: Callable[[str, float], None] | None,
+    ref: DeviceModel | None = None,
+    **fit_kw: Any,
+) -> tuple[DeviceModel, dict[str, Any]]:
+    """Fit every metric and describe the version (its manifest, before activation is decided).
+
+    With ``ref`` the model is a transfer from that reference model, or from scratch if
+    cross-validation prefers it (:func:`~modeling.training.transfer.fit_with_reference`).
+    """
     if ref is not None:
         model, summary = fit_with_reference(frame, ref, device=device, version=version, folds=folds,
                                             time_budget_s=time_budget_s, progress=progress, **fit_kw)
@@ -125,16 +153,93 @@ def _train(
             "fio_versions": fio_versions,
             "n_rows": int(len(clean)),
         },
-        "cv_mre": {m: float(e["global"]["cv_mre"]) for m, e in summary["metrics"].items()},
+        # the stored evaluation's MRE: what `models list`, the API and `make run` all show
+        "cv_mre": {m: float(summary["evaluation"]["metrics"][m]["mre"]) for m in METRICS},
         "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
         "time_budget_s": time_budget_s,
     }
-    decision = activation_decision(catalog.active_model_version(device), manifest, activate=activate,
-                                   force=force_activate)
-    manifest["activation"] = decision
-    if progress:
-        progress("saving", 1.0)
-    return save_model(datadir, model, _jsonable(manifest), activate=decision["activated"], job_id=job_id)
+    return model, manifest
+
+
+# -- the two halves of a fleet's training: workers fit files, one client registers ------------
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What fitting one device needs from the catalog: version name, data files, active version."""
+
+    device: str
+    version: str
+    files: tuple[tuple[int, str], ...]  # (sweep id, Parquet file under measurements/) of complete sweeps
+    active: ModelVersion | None  # what the new version must not be worse than to be activated
+
+
+@dataclass(frozen=True)
+class FittedVersion:
+    """A model version whose files are written but which the catalog does not know yet."""
+
+    device: str
+    version: str
+    manifest: dict[str, Any]
+
+
+def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
+    """Plan the fits of ``devices`` from the catalog in three queries; raises ``UnknownDevice``.
+
+    Version names are ``v<UTC time to the microsecond>``, one microsecond apart within a
+    plan (names are unique across all devices), so they sort by training time.
+    """
+    catalog = datadir.catalog
+    files = catalog.measurement_files(devices)
+    taken = catalog.model_version_names()
+    active = catalog.active_model_versions()
+    start = datetime.now(timezone.utc)
+    plans = []
+    for i, device in enumerate(files):
+        base = "v" + (start + timedelta(microseconds=i)).strftime("%Y%m%d-%H%M%S-%f")
+        version, n = base, 1
+        while version in taken or (datadir.device_models_dir(device) / version).exists():
+            n += 1
+            version = f"{base}-{n}"
+        taken.add(version)
+        plans.append(FitPlan(device, version, tuple(files[device]), active.get(device)))
+    return plans
+
+
+def fit_plan(
+    datadir: DataDir,
+    plan: FitPlan,
+    *,
+    folds: int = 5,
+    time_budget_s: float | None = None,
+    progress: Callable[[str, float], None] | None = None,
+    activate: bool = True,
+    force_activate: bool = False,
+    **fit_kw: Any,
+) -> FittedVersion:
+    """Fit a planned device and write its version's files, touching files only (never the catalog).
+
+    What a Dask worker runs: it reads the plan's Parquet files and writes under
+    ``models/``, so many processes, on many hosts sharing the data directory, can run it at
+    once while one client registers their results (:func:`register_versions`).  SQLite
+    itself stays on the client's host.  Activation is decided here, as in
+    :func:`train_device`, against the plan's active version.  Raises ``NoData``.
+    """
+    frame = read_measurement_files(datadir.measurements_dir, plan.files)
+    _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    model, manifest = _fit(
+        frame, clean, plan.device, plan.version, folds, time_budget_s, progress, **fit_kw
+    )
+    manifest["activation"] = activation_decision(
+        plan.active, manifest, activate=activate, force=force_activate
+    )
+    full = write_model_files(datadir, model, _jsonable(manifest))
+    return FittedVersion(plan.device, plan.version, full)
+
+
+def register_versions(datadir: DataDir, fitted: list[FittedVersion]) -> list[ModelVersion]:
+    """Record fitted versions in the catalog in one transaction, each active as its manifest decided."""
+    return register_models(datadir, [f.manifest for f in fitted])
 
 
 def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *, activate: bool,

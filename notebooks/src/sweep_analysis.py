@@ -24,7 +24,7 @@ from nbdata import open_device
 
 from collectors.quality import repeat_cv
 from modeling.reporting.figures import depth_axis
-from modeling.training.evaluate import noise_floor
+from modeling.training.accuracy import noise_floor
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size
 
 # %%

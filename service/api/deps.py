@@ -31,7 +31,11 @@ class ServiceState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.datadir = DataDir(settings.home)
-        self.registry = ModelRegistry(self.datadir)
+        self.registry = ModelRegistry(
+            self.datadir,
+            refresh_s=settings.model_refresh_ms / 1000,
+            cache_bytes=settings.model_cache_mb * 2**20,
+        )
         self.metrics = ServiceMetrics()
         self.batcher = PredictionBatcher()
         self.preload_done = threading.Event()

@@ -14,6 +14,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
 
 from modeling.errors import InvalidInput, SsdPredictError
 from modeling.store import DataDir
@@ -31,6 +32,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")
 WaitOption = Annotated[bool, typer.Option(
     "--wait", help="wait while another writer (sweep, ingest, train, delete) holds the device")]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="really delete (there is no undo)")]
+
+METRIC_LABELS = {
+    "latency_mean_us": "mean latency",
+    "latency_p99_us": "p99 latency",
+    "bandwidth_mib_s": "bandwidth",
+    "iops": "IOPS",
+}
+"""Short column headers of the metrics, for tables that must fit 80 columns."""
 
 
 def datadir() -> DataDir:
@@ -120,3 +129,19 @@ def progress_bar(*, fraction: bool = False, quiet: bool = False) -> Progress:
 def print_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (NaN and infinities become null)."""
     sys.stdout.write(json.dumps(_clean(data), indent=2, default=str) + "\n")
+
+
+def cli_table(*columns: str, ids: tuple[str, ...] = (), **options: Any) -> Table:
+    """A rich table that never cuts a value short on a narrow terminal.
+
+    The ``ids`` columns (device names, model versions) keep every value on one line, so
+    it can be copied into the next command; the other columns wrap instead of ending in
+    an ellipsis.
+    """
+    table = Table(**options)
+    for name in columns:
+        if name in ids:
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    return table

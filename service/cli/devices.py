@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
-
 from collectors.devices import describe_device, describe_devices
 from modeling.errors import InvalidInput
 from modeling.store.delete import delete_device, delete_sweep
@@ -14,6 +12,7 @@ from service.cli.common import (
     JsonOption,
     WaitOption,
     YesOption,
+    cli_table,
     console,
     datadir,
     handle_errors,
@@ -54,7 +53,8 @@ def devices(ctx: typer.Context, json_output: JsonOption = False) -> None:
     if not rows:
         console.print("no devices yet: run `ssdpredict sweep` or `ssdpredict ingest` first")
         return
-    table = Table("device", "class", "sweeps", "points", "active model", "metadata")
+    table = cli_table("device", "class", "sweeps", "points", "active model", "metadata",
+                      ids=("device", "active model"))
     for r in rows:
         sweeps = str(r["sweeps"])
         if r["incomplete_sweeps"]:
@@ -84,7 +84,7 @@ def show(
     )
     if info["metadata"]:
         console.print(f"metadata: {_meta_text(info['metadata'])}", highlight=False)
-    table = Table("sweep", "source", "status", "points", "planned", "target", "finished")
+    table = cli_table("sweep", "source", "status", "points", "planned", "target", "finished", ids=("sweep",))
     for s in info["sweep_list"]:
         table.add_row(
             str(s["id"]), s["source"], s["status"], str(s["points"]), str(s["planned"]),

@@ -7,21 +7,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from modeling.errors import InvalidInput, NoModel
 from modeling.store import DataDir
 from modeling.workload import BASIC_FIELDS, METRIC_UNITS, METRICS, Workload
 from service.cli.common import (
     DeviceOption,
+    METRIC_LABELS,
     JsonOption,
     WaitOption,
+    cli_table,
     console,
     datadir,
     handle_errors,
     print_json,
     progress_bar,
     waiting,
+)
+from service.cli.fleet import (
+    AllDevicesOption,
+    CandidatesOption,
+    DevicesOption,
+    OptionalDeviceOption,
+    SchedulerOption,
+    WorkersOption,
+    evaluate_many,
+    fit_options,
+    fleet_request,
+    train_many,
 )
 
 if TYPE_CHECKING:
@@ -46,11 +59,16 @@ def register(app: typer.Typer) -> None:
 
 @handle_errors
 def train(
-    device: DeviceOption,
+    device: OptionalDeviceOption = None,
+    devices: DevicesOption = None,
+    all_devices: AllDevicesOption = False,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
     folds: Annotated[int, typer.Option(min=2, max=20, help="cross-validation folds for model selection")] = 5,
     time_budget: Annotated[float, typer.Option(
         min=0.0, help="seconds to spend tuning (whole device)")] = 60.0,
     features: FeaturesOption = "extended",
+    candidates: CandidatesOption = None,
     activate: Annotated[bool | None, typer.Option(
         "--activate/--no-activate",
         help="activate even if its CV error is worse than the active version's / register without "
@@ -61,11 +79,30 @@ def train(
         help="another device whose model this one's few measurements correct (relative fitness); "
         "cross-validation keeps it or trains from scratch")] = None,
 ) -> None:
-    """Train one model per metric (and per region) and register a new model version."""
-    from modeling.features import feature_choice
+    """Train one model per metric (and per region) and register a new model version.
+
+    With --all or --devices the devices train in parallel on Dask, one task per device; a
+    device that fails is reported at the end (exit status 1) and the others go on.
+    """
     from modeling.training.train import train_device
 
-    feature_sets = feature_choice(features)
+    fit_kw = fit_options(features, candidates)
+    patterns = fleet_request(device, devices, all_devices)
+    if patterns is not None:
+        train_many(
+            patterns,
+            all_devices=all_devices,
+            scheduler=scheduler,
+            workers=workers,
+            activate=activate is not False,
+            force_activate=activate is True,
+            json_output=json_output,
+            folds=folds,
+            time_budget_s=time_budget,
+            **fit_kw,
+        )
+        return
+    assert device is not None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("training", total=1.0)
         mv = train_device(
@@ -73,13 +110,13 @@ def train(
             device,
             folds=folds,
             time_budget_s=time_budget,
-            feature_sets=feature_sets,
             activate=activate is not False,
             force_activate=activate is True,
             wait=wait,
             on_wait=waiting,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
             reference=reference,
+            **fit_kw,
         )
     if json_output:
         print_json({"device": mv.device, "version": mv.version, "active": mv.active, "manifest": mv.manifest})
@@ -125,7 +162,8 @@ def _print_activation(manifest: dict[str, Any]) -> None:
 
 
 def _print_manifest_summary(manifest: dict[str, Any]) -> None:
-    table = Table("metric", "mode", "estimator", "features", "CV MRE", "auto regions")
+    table = cli_table("metric", "mode", "estimator", "features", "global CV MRE", "auto regions",
+                      ids=("metric",))
     for metric in METRICS:
         m = manifest.get("metrics", {}).get(metric)
         if not m:
@@ -143,20 +181,40 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
 
 @handle_errors
 def evaluate(
-    device: DeviceOption,
+    device: OptionalDeviceOption = None,
+    devices: DevicesOption = None,
+    all_devices: AllDevicesOption = False,
+    scheduler: SchedulerOption = None,
+    workers: WorkersOption = None,
     folds: Annotated[int, typer.Option(min=2, max=20, help="outer cross-validation folds")] = 5,
     holdout: Annotated[str | None, typer.Option(
         "--holdout", help="CSV of measured workloads to test on")] = None,
     time_budget: Annotated[float, typer.Option(
         min=0.0, help="seconds of tuning per training (one training per fold)")] = 30.0,
     features: FeaturesOption = "extended",
+    candidates: CandidatesOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Report cross-validated (or hold-out) errors per metric, basic vs extended, global vs region."""
     from modeling.training.evaluate import evaluate_device
-    from modeling.features import feature_choice
 
-    feature_sets = feature_choice(features)
+    fit_kw = fit_options(features, candidates)
+    patterns = fleet_request(device, devices, all_devices)
+    if patterns is not None:
+        if holdout is not None:
+            raise InvalidInput("--holdout is for one --device; many devices are cross-validated")
+        evaluate_many(
+            patterns,
+            all_devices=all_devices,
+            scheduler=scheduler,
+            workers=workers,
+            json_output=json_output,
+            folds=folds,
+            time_budget_s=time_budget,
+            **fit_kw,
+        )
+        return
+    assert device is not None
     held = _read_holdout(Path(holdout)) if holdout is not None else None
     with progress_bar(fraction=True) as bar:
         task = bar.add_task("evaluating", total=1.0)
@@ -166,13 +224,13 @@ def evaluate(
             folds=folds,
             holdout=held,
             time_budget_s=time_budget,
-            feature_sets=feature_sets,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+            **fit_kw,
         ).to_dict()
     if json_output:
         print_json(report)
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "MRE",
         "median",
@@ -182,6 +240,7 @@ def evaluate(
         "global MRE",
         "basic",
         "extended",
+        ids=("metric",),
         title=f"{device}: {report['method']}, n={report['n']}",
     )
     fs = report.get("feature_sets") or {}
@@ -198,7 +257,7 @@ def evaluate(
         )
     console.print(table)
     if report.get("regions"):
-        rt = Table("region", "n", *METRICS, title="MRE: global / region model / auto")
+        rt = cli_table("region", "n", *METRICS, ids=("region",), title="MRE: global / region model / auto")
         for region, e in report["regions"].items():
             cells = [
                 f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
@@ -283,12 +342,13 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
             }
         )
         return
-    table = Table(
+    table = cli_table(
         "metric",
         "value",
         "90% interval",
         "model",
         "note",
+        ids=("metric",),
         title=f"{device} ({result.model_version}), region {workload.region}",
     )
     for metric, p in result.predictions.items():
@@ -327,14 +387,15 @@ def list_versions(device: DeviceOption, json_output: JsonOption = False) -> None
     if not rows:
         console.print(f"{device} has no model yet: run `ssdpredict train --device {device}`")
         return
-    table = Table("version", "active", "created", "points", *METRICS)
+    table = cli_table("version", "active", "created", "points", *(METRIC_LABELS[m] for m in METRICS),
+                      ids=("version",), title=f"{device}: cross-validated mean relative error per metric")
     for r in rows:
         table.add_row(
             r["version"],
             "*" if r["active"] else "",
-            r["created_at"],
+            str(r["created_at"])[:16].replace("T", " "),
             str(r["n_rows"]),
-            *(f"{r['cv_mre'][m]:.2%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
+            *(f"{r['cv_mre'][m]:.1%}" if r["cv_mre"].get(m) is not None else "-" for m in METRICS),
         )
     console.print(table)
 
@@ -368,6 +429,10 @@ def show(
         f" sha256 {str(data.get('sha256'))[:16]}..."
     )
     _print_manifest_summary(man)
+    evaluation = man.get("evaluation")
+    if evaluation:
+        errors = ", ".join(f"{m} {e['mre']:.1%}" for m, e in evaluation["metrics"].items())
+        console.print(f"stored evaluation ({evaluation['method']}): MRE {errors}", highlight=False)
 
 
 @models_app.command("activate")

@@ -11,11 +11,10 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from modeling.store import DataDir
-from modeling.workload import METRICS, Workload
-from service.cli.common import DeviceOption, console, datadir, handle_errors, progress_bar
+from modeling.workload import METRICS
+from service.cli.common import DeviceOption, cli_table, console, datadir, handle_errors, progress_bar
 from service.config import get_settings
 
 
@@ -40,8 +39,8 @@ def quickstart(
     data = datadir()
     console.print(f"data directory: {data.root}")
     _sweep_step(data, device, plan_name, size=size, runtime=runtime)
-    _train_step(data, device, folds=folds, time_budget=time_budget)
-    _accuracy_step(data, device, folds=folds, time_budget=time_budget)
+    version = _train_step(data, device, folds=folds, time_budget=time_budget)
+    _accuracy_step(data, device, version)
     if serve:
         _serve_step(device, host, port)
 
@@ -50,21 +49,17 @@ def _sweep_step(data: DataDir, device: str, plan_name: str, *, size: str, runtim
     # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
     from collectors.plans import build_plan
     from collectors.quickstart import scratch_settings, sweep_scratch
+    from service.cli.sweep import sweep_progress
 
     settings = scratch_settings(data, device, size=size, runtime=runtime, fio=get_settings().fio)
     plan = build_plan(plan_name)
     console.rule(f"[bold]1/3 sweep[/] {len(plan.points)} points on {settings.target}")
     with progress_bar() as bar:
-        task = bar.add_task("sweep", total=len(plan.points))
-
-        def advance(done: int, total: int, workload: Workload) -> None:
-            bar.update(task, completed=done, total=total)
-
-        sweep = sweep_scratch(data, device, plan, settings, progress=advance)
+        sweep = sweep_scratch(data, device, plan, settings, progress=sweep_progress(bar, len(plan.points)))
     console.print(f"sweep {sweep.id}: {sweep.n_points} points stored")
 
 
-def _train_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> None:
+def _train_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> str:
     from collectors.quickstart import train_unless_current
 
     console.rule("[bold]2/3 train[/]")
@@ -74,22 +69,35 @@ def _train_step(data: DataDir, device: str, *, folds: int, time_budget: float) -
         console.print(f"model {version} is already trained on these sweeps; reusing it")
     else:
         console.print(f"trained and activated model {version}")
+    return version
 
 
-def _accuracy_step(data: DataDir, device: str, *, folds: int, time_budget: float) -> None:
-    from modeling.training.evaluate import evaluate_device
-
-    console.rule(f"[bold]3/3 accuracy[/] ({folds}-fold cross-validation, held-out points)")
-    report = evaluate_device(data, device, folds=folds, time_budget_s=time_budget).to_dict()
-    table = Table("metric", "mean relative error", "points")
-    for metric in METRICS:
-        stats = report["metrics"].get(metric)
-        if stats:
-            table.add_row(metric, f"{100 * stats['mre']:.1f} %", str(stats["n"]))
-    console.print(table)
-    noise = report.get("noise_floor")
+def _accuracy_step(data: DataDir, device: str, version: str) -> None:
+    """The model version's stored evaluation: the same numbers ``models list`` and the API show."""
+    mv = data.catalog.get_model_version(device, version)
+    evaluation = mv.manifest.get("evaluation")
+    console.rule("[bold]3/3 accuracy[/]")
+    table = cli_table("metric", "mean relative error", "median", "p90", "R²", "workloads", ids=("metric",),
+                      title=f"{device} {version}")
+    if evaluation:
+        for metric in METRICS:
+            e = evaluation["metrics"].get(metric)
+            if e:
+                table.add_row(metric, f"{e['mre']:.1%}", f"{e['median_re']:.1%}", f"{e['p90_re']:.1%}",
+                              f"{e['r2']:.3f}" if e.get("r2") is not None else "-", str(e["n"]))
+        console.print(table)
+        console.print(f"{evaluation['method']}.", highlight=False)
+    else:  # a version trained before evaluations were stored: its cross-validated MRE only
+        for metric, mre in mv.manifest.get("cv_mre", {}).items():
+            table.add_row(metric, "-" if mre is None else f"{mre:.1%}", "-", "-", "-", "-")
+        console.print(table)
+    console.print(f"`ssdpredict evaluate --device {device}` reruns the whole training inside each fold "
+                  "(nested cross-validation, minutes) for an estimate untouched by the model choice.",
+                  highlight=False)
+    noise = evaluation.get("noise_floor") if evaluation else None
     if noise:
-        console.print(f"repeat noise floor: {json.dumps(noise)}")
+        floor = ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in METRICS if m in noise)
+        console.print(f"repeat noise floor (CV between repeats): {floor}", highlight=False)
 
 
 def _serve_step(device: str, host: str, port: int) -> None:

@@ -15,6 +15,7 @@ from service.cli.common import (
     WaitOption,
     console,
     datadir,
+    err_console,
     handle_errors,
     print_json,
     progress_bar,
@@ -69,7 +70,9 @@ def sweep(
     csd_path: Annotated[str | None, typer.Option(help="external|internal|concurrent (class csd)")] = None,
     internal_target: Annotated[str | None, typer.Option(
         help="path inside the CSD for internal/concurrent")] = None,
-    remote: Annotated[str | None, typer.Option(help="HOST:PORT of a fio --server to run the jobs on")] = None,
+    remote: Annotated[str | None, typer.Option(
+        help="HOST:PORT of a fio --server to run the jobs on; several (h1:8765,h2:8765) sweep every host "
+        "at once, each stored as device NAME@HOST")] = None,
     nvmeof_transport: Annotated[str | None, typer.Option(
         help="tcp or rdma: attach with nvme connect")] = None,
     nvmeof_address: Annotated[str | None, typer.Option(help="NVMe-oF target address")] = None,
@@ -112,12 +115,17 @@ def sweep(
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
     # Imported here so that `ssdpredict --help` does not pay for scipy.
     from collectors.sweep import run_sweep, sweep_plan
+    from collectors.multihost import split_remotes
     from collectors.sweep_settings import SweepSettings, nvmeof_target
 
     config = get_settings()
+    remotes = split_remotes(remote) if remote and "," in remote else None
+    if remotes and open_loop:
+        raise InvalidInput("--open-loop runs on one host: sweep the hosts, then each host's open-loop points")
     settings = SweepSettings(
         target=target, device_class=device_class, engine=engine, runtime=runtime, ramp=ramp, size=size,
-        offset=offset, remote=remote, destroy_data=destroy_data, repeats=repeats, precondition=precondition,
+        offset=offset, remote=remotes[0] if remotes else remote, destroy_data=destroy_data, repeats=repeats,
+        precondition=precondition,
         precondition_passes=precondition_passes, steady_state=steady_state,
         steady_state_rule=steady_state_rule, csd_path=csd_path, internal_target=internal_target,
         nvmeof=nvmeof_target(nvmeof_transport, nvmeof_address, nvmeof_port, nvmeof_nqn, nvmeof_nsid),
@@ -132,13 +140,21 @@ def sweep(
                           points=points, reference=reference)
     if not json_output:
         where = target or f"NVMe-oF {nvmeof_nqn}"
+        where += f" on {len(remotes)} hosts" if remotes else ""
         console.print(f"plan {the_plan.name}: {len(the_plan)} points x {repeats} repeat(s) on "
                       f"{where}, runtime {runtime}")
+    if remotes:
+        from service.cli.sweep_hosts import sweep_hosts
+
+        total = len(the_plan) * repeats
+        sweep_hosts(data, device, the_plan, settings, remotes, json_output=json_output, wait=wait,
+                    progress=lambda bar, name: sweep_progress(bar, total, prefix=f"{name} "))
+        return
     fractions = _list(open_loop, float, "open-loop")
     open_id = None
     with progress_bar(quiet=json_output) as bar:
         result = run_sweep(data, device, the_plan, settings,
-                           progress=_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
+                           progress=sweep_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
         if fractions:
             from collectors.openloop import measure_after_sweep
 
@@ -151,15 +167,24 @@ def sweep(
     _present(device, the_plan.name, result, json_output, open_id)
 
 
-def _progress(bar: Progress, total: int) -> Callable[[int, int, Workload], None]:
-    """The sweep's progress callback: the current point's workload as the bar's label."""
-    task = bar.add_task("sweep", total=total)
+def sweep_progress(bar: Progress, total: int, prefix: str = "") -> Callable[[int, int, Workload], None]:
+    """The sweep's progress callback: the current point's workload (after ``prefix``) as the bar's label.
+
+    Its first call says what was already stored (on stderr, even with ``--json``): a
+    resumed sweep prints ``resuming: N of M points already stored``.
+    """
+    task = bar.add_task(f"{prefix}sweep", total=total)
     started: list[bool] = []
 
     def advance(done: int, total: int, workload: Workload) -> None:
-        label = (f"wr {workload.write_ratio:g} qd {workload.queue_depth} "
-                 f"{format_size(workload.request_size)} rnd {workload.randomness:g}")
+        label = (f"{prefix}wr {workload.write_ratio:g} qd {workload.queue_depth} "
+                 f"{format_size(workload.request_size)} rnd {workload.randomness:g} nj {workload.numjobs}")
         if not started:
+            if 0 < done < total:
+                err_console.print(f"resuming: {done} of {total} points already stored", highlight=False)
+            elif done and done >= total:
+                err_console.print(f"reusing the finished sweep: {done} of {total} points stored",
+                                  highlight=False)
             # a resumed sweep starts part-way: do not count the jump in the ETA's speed
             bar.reset(task, total=total, completed=done, description=label)
             started.append(True)

@@ -28,6 +28,7 @@ def run(*args: str):
     return runner.invoke(app, list(args))
 
 
+@pytest.mark.slow
 def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
     r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
     assert r.exit_code == 0, r.output
@@ -172,6 +173,7 @@ def test_missing_fields_without_input(device_with_data):
     assert r.exit_code == 2 and "--queue-depth" in r.output
 
 
+@pytest.mark.slow
 def test_evaluate_holdout_csv(device_with_data, tmp_path):
     path = tmp_path / "holdout.csv"
     synthetic_rows(seed=4).drop(columns=["fio_version"]).head(40).to_csv(path, index=False)
@@ -183,6 +185,7 @@ def test_evaluate_holdout_csv(device_with_data, tmp_path):
     assert r.exit_code == 2
 
 
+@pytest.mark.slow
 def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
     from modeling.training.selection import default_candidates as real_defaults
 

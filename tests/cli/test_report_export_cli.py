@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 import pandas as pd
@@ -22,6 +24,7 @@ def _ingest(name: str, folder: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.slow
 def test_cli_report_writes_one_html_file(datadir: DataDir, tmp_path: Path) -> None:
     _ingest("p420", P420)
     quick_train(datadir, "p420")
@@ -33,6 +36,7 @@ def test_cli_report_writes_one_html_file(datadir: DataDir, tmp_path: Path) -> No
     assert "ssdpredict report: p420" in html and html.count('src="data:image/png;base64,') == 5
 
 
+@pytest.mark.slow
 def test_cli_report_errors_are_one_line(datadir: DataDir, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "--device", "nope", "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 2

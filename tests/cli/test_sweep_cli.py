@@ -24,6 +24,7 @@ def _cli(home: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "service.cli.main", *args]
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_sigkill_mid_sweep_then_resume_to_exactly_the_plan(home: Path, tmp_path: Path,
                                                            fio_available: str) -> None:
@@ -50,6 +51,7 @@ def test_sigkill_mid_sweep_then_resume_to_exactly_the_plan(home: Path, tmp_path:
     done = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
+    assert f"resuming: {killed.n_points} of 4 points already stored" in done.stderr
     (sweep,) = catalog.list_sweeps("d")
     assert sweep.id == killed.id and sweep.status == "complete" and sweep.n_points == 4
     frame = catalog.measurements("d")

@@ -30,6 +30,7 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
     return [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_kill_9_of_sweep_kills_fio_and_its_job_processes(home: Path, tmp_path: Path,
                                                          fio_available: str) -> None:

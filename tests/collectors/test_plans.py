@@ -20,6 +20,8 @@ from collectors.plans import (
     random_plan,
 )
 from modeling.errors import InvalidInput
+from modeling.workload import MIB
+from tests.conftest import REPO
 
 
 def _key(w: object) -> tuple:
@@ -32,8 +34,30 @@ def test_quick_plan_fits_make_run() -> None:
     assert len({_key(w) for w in plan.points}) == len(plan)
     for field in ("write_ratio", "queue_depth", "request_size", "randomness"):
         assert len({getattr(w, field) for w in plan.points}) >= 2, field  # every dimension varies
-    # 1 s runtime + ~0.3 s fio overhead per point stays within 2.5 minutes
-    assert len(plan) * 1.3 <= 150
+    # 1 s runtime + ~0.5 s fio overhead per point stays within about a minute and a quarter
+    assert len(plan) * 1.5 <= 75
+
+
+def test_quick_plan_covers_what_people_ask_first() -> None:
+    points = quick_plan().points
+    # every size from 4 KiB to 1 MiB by powers of two, each at 1 and at 4 jobs somewhere
+    sizes = {w.request_size for w in points}
+    assert sizes == {4096 * 2**k for k in range(9)}
+    assert {(w.request_size, w.numjobs) for w in points} >= {(4096, 1), (4096, 4), (MIB, 1), (MIB, 4)}
+    jobs = [w.numjobs for w in points]
+    assert set(jobs) == {1, 4} and jobs.count(1) == jobs.count(4)
+    assert {w.queue_depth for w in points} >= {1, 32} and max(w.queue_depth for w in points) == 32
+    # the corners of the box are measured, so a question inside it is never an extrapolation
+    for field in ("write_ratio", "randomness"):
+        assert {min(getattr(w, field) for w in points), max(getattr(w, field) for w in points)} == {0, 1}
+    # a space-filling interior: mixes between the corners at many sizes
+    assert len({(w.request_size, round(w.write_ratio, 1)) for w in points if 0 < w.write_ratio < 1}) >= 20
+
+
+def test_quick_plan_value_lists_set_its_box() -> None:
+    points = quick_plan({"sizes": ["4k", "64k"], "numjobs": [1]}).points
+    assert {w.request_size for w in points} <= {4096 * 2**k for k in range(5)}
+    assert {w.numjobs for w in points} == {1}
 
 
 def test_pts_matrix_is_7_mixes_by_8_sizes() -> None:
@@ -130,3 +154,28 @@ def test_head_and_unknown_plan() -> None:
 def test_adaptive_without_measurements_spreads_points() -> None:
     plan = adaptive_plan(pd.DataFrame(), 12, seed=2)
     assert len(plan) == 12 and plan.name == "adaptive"
+
+
+EXAMPLE_PLAN = REPO / "examples" / "plan.toml"
+
+
+def test_the_readme_example_plan_loads() -> None:
+    plan = load_plan_toml(EXAMPLE_PLAN)
+    assert plan.name == "database-grid" and len(plan) == 4 * 4 * 3 * 2 * 2
+    assert {w.numjobs for w in plan.points} == {1, 4}
+    assert "--plan examples/plan.toml" in (REPO / "README.md").read_text()
+
+
+def test_the_example_plans_commented_alternatives_load(tmp_path: Path) -> None:
+    # the two commented variants (a Latin hypercube, explicit points) are valid plans too
+    text = EXAMPLE_PLAN.read_text()
+    lhs, points = text.split("# Or name the workloads")
+    variants = {}
+    for name, part in (("lhs", lhs.split("instead")[1]), ("points", points)):
+        body = [line[4:] for line in part.splitlines() if line.startswith("#   ")]
+        variants[name] = tmp_path / f"{name}.toml"
+        variants[name].write_text("\n".join(body) + "\n")
+    sampled = load_plan_toml(variants["lhs"])
+    assert len(sampled) == 80 and max(w.numjobs for w in sampled.points) <= 8
+    (only,) = load_plan_toml(variants["points"]).points
+    assert only.request_size == 16384 and only.queue_depth == 8

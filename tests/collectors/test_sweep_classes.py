@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.devices.nvmeof import NvmeofTarget
+from collectors.points import class_metadata
 from collectors.sweep import run_sweep
 from collectors.sweep_settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
@@ -55,12 +56,13 @@ def test_fake_md_array_metadata_read_from_sysfs_and_mdadm(datadir: DataDir, tmp_
     mdadm = FakeRunner(MDADM_DETAIL)
     settings = SweepSettings(target="/dev/md0", runtime="500ms", device_class="raid")
     # /dev/md0 does not exist on this machine, so the sweep stops at the target check,
-    # after the class metadata has been read and recorded.
+    # after the class metadata has been read; a refused sweep stores no device.
     with pytest.raises(InvalidInput, match="does not exist"):
         run_sweep(datadir, "md0", tiny_plan(1), settings, commands=mdadm,
                   sysfs_root=sysfs)
     assert mdadm.calls == [["mdadm", "--detail", "/dev/md0"]]
-    meta = datadir.catalog.get_device("md0").metadata
+    assert not datadir.catalog.has_device("md0")
+    meta = class_metadata(settings, sysfs_root=sysfs, run=FakeRunner(MDADM_DETAIL))
     assert meta["raid_level"] == "raid5" and meta["raid_chunk_bytes"] == 524288
     assert meta["raid_members"] == ["sdb", "sdc", "sdd", "sde"]
 
@@ -74,7 +76,8 @@ def test_fake_nvmeof_sweep_attaches_and_always_detaches(datadir: DataDir, tmp_pa
         run_sweep(datadir, "fabric", tiny_plan(1), settings, commands=nvme,
                   sysfs_root=sysfs)
     assert nvme.calls == [CONNECT, DISCONNECT]
-    meta = datadir.catalog.get_device("fabric").metadata
+    assert not datadir.catalog.has_device("fabric")  # refused: nothing stored
+    meta = class_metadata(settings.model_copy(update={"target": "/dev/nvme1n1"}), sysfs_root=sysfs)
     assert meta["nvmeof_nqn"] == TARGET.nqn and meta["nvmeof_transport"] == "tcp"
 
 

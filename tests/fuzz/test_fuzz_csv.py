@@ -4,6 +4,8 @@ exact readers agree; a rejected import leaves the catalog and the Parquet files 
 
 from __future__ import annotations
 
+import pytest
+
 import io
 import math
 import sqlite3
@@ -21,6 +23,8 @@ from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from modeling.workload import METRICS
 from tests.fuzz.conftest import FUZZ
+
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not by `make test`
 
 COLUMNS = [
     "write_ratio",

@@ -3,6 +3,8 @@ random text.  Every input gives a valid result or a FioOutputError; nothing else
 
 from __future__ import annotations
 
+import pytest
+
 import copy
 import json
 import math
@@ -17,6 +19,8 @@ from modeling.errors import FioOutputError
 from modeling.workload import METRICS
 from tests.conftest import TEST_DATA
 from tests.fuzz.conftest import FUZZ
+
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not by `make test`
 
 DOCS = [
     json.loads(p.read_text())

@@ -5,6 +5,8 @@ The characterisation behind ``POST /v1/devices/{d}/validate`` runs on each as we
 
 from __future__ import annotations
 
+import pytest
+
 import tempfile
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from tests.traces.helpers import DATA
 from traces.characterize import characterize
 from traces.formats.blktrace import HEADER, header_dtype
 from traces.reader import open_trace
+
+pytestmark = pytest.mark.slow  # run by `make test-slow` (and CI), not by `make test`
 
 _DIR = Path(tempfile.mkdtemp(prefix="ssdpredict-fuzz-traces-"))
 HOSTILE = [

@@ -88,3 +88,13 @@ def trained(datadir: DataDir, device_with_data: str) -> str:
 
     mv = train_device(datadir, device_with_data, folds=3, candidates=fast_candidates())
     return mv.version
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """scikit-learn's common checks of the Gaussian-process families take most of this folder's
+    time: they run in the slow set (``make test-slow``, and CI), the tree families' in both."""
+    for item in items:
+        if item.originalname == "test_sklearn_compatible" and (
+            "GaussianProcessModel" in item.name or "LoadGatedModel" in item.name
+        ):
+            item.add_marker(pytest.mark.slow)

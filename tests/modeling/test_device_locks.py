@@ -66,27 +66,34 @@ def test_wait_blocks_until_the_holder_is_done(datadir: DataDir) -> None:
 
 @pytest.mark.fio
 def test_two_identical_sweeps_at_once(home: Path, tmp_path: Path, fio_available: str) -> None:
+    """A sweep started while another sweep of the device runs is refused, naming the holder.
+
+    The first "sweep" is a process holding the device's writer lock as a sweep does, so that
+    the second really starts while the first runs, however slowly this machine starts Python.
+    """
     target = tmp_path / "t.img"
-    args = ["sweep", "--device", "d", "--target", str(target), "--size", "16MiB", "--runtime", "10s",
+    args = ["sweep", "--device", "d", "--target", str(target), "--size", "16MiB", "--runtime", "1s",
             "--plan", "grid", "--write-ratios", "1", "--queue-depths", "1", "--sizes", "4k",
             "--randomness", "1"]
-    first = _cli(home, *args)
-    data = DataDir(home)
-    deadline = time.monotonic() + 60
-    while data.lock_holder("d") is None:
-        assert time.monotonic() < deadline and first.poll() is None
-        time.sleep(0.02)
-    second = _cli(home, *args)
-    _, err = second.communicate(timeout=60)
-    assert second.returncode == 2 and f"device 'd' is busy: sweep by PID {first.pid}" in err, err
+    holder = _holder(home, "d", 120)
+    try:
+        second = _cli(home, *args)
+        _, err = second.communicate(timeout=120)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait()
+    assert second.returncode == 2 and f"device 'd' is busy: sweep by PID {holder.pid}" in err, err
     assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1
     assert "Traceback" not in err
-    first.communicate(timeout=120)
-    assert first.returncode == 0
-    (sweep,) = data.catalog.list_sweeps("d")
+    assert not target.exists() and not DataDir(home).catalog.has_device("d")  # nothing touched
+    first = _cli(home, *args)
+    _, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    (sweep,) = DataDir(home).catalog.list_sweeps("d")
     assert sweep.n_points == 1 and target.stat().st_size == 16 << 20
 
 
+@pytest.mark.slow
 def test_parallel_ingests_of_one_folder_store_it_once(home: Path, tmp_path: Path) -> None:
     folder = REPO / "tests/data/fio-plot/HPDL380G8/HBA/INTEL_D3_S4610"
     procs = [_cli(home, "ingest", "--device", "d", "--wait", str(folder)) for _ in range(3)]

@@ -29,7 +29,8 @@ from modeling.workload_matrix import workload_matrix
         CartRegressor(loss="relative", log_target=False),
         GaussianProcessModel(n_restarts=0),
         GaussianProcessModel(n_restarts=0, nu=2.5, linear_base=True, log_target=False),
-        LoadGatedModel(n_estimators=10),
+        # a gate fitted on a 40-row subsample: the subsampling path, and a cheap Gaussian process
+        LoadGatedModel(n_estimators=10, gate_rows=40),
     ]
 )
 def test_sklearn_compatible(estimator, check):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from modeling.training.adaptive import propose_points
-from modeling.training.evaluate import evaluate_device, evaluate_frame, noise_floor
+from modeling.training.accuracy import noise_floor
+from modeling.training.evaluate import evaluate_device, evaluate_frame
 from modeling.workload import METRICS, Workload
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 

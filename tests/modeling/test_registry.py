@@ -41,7 +41,7 @@ def test_round_trip_gives_identical_predictions(datadir, device_with_data, synth
 def test_cache_returns_same_object_and_activate_rolls_back(datadir, trained):
     from modeling.training.train import train_device
 
-    registry = ModelRegistry(datadir, active_ttl_s=0.0)
+    registry = ModelRegistry(datadir, refresh_s=0.0)
     first = registry.load("synth")
     assert registry.load("synth") is first
     second = train_device(datadir, "synth", folds=3, candidates=fast_candidates())
@@ -222,6 +222,7 @@ def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
     assert after.drop(columns=numeric).equals(before.drop(columns=numeric))
 
 
+@pytest.mark.slow
 def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_data):
     """A load-gated model whose gate was cut out (checksums re-forged) fails validation."""
     from modeling.training.selection import _c

@@ -146,6 +146,7 @@ def test_report_is_one_self_contained_page(fleet: DataDir, intel_html: str) -> N
     assert html.count("not measured</td>") == 6
 
 
+@pytest.mark.slow
 def test_report_compares_devices_side_by_side(fleet: DataDir) -> None:
     html = build_report(fleet, "intel", ["pm883"])
     assert "ssdpredict report: intel vs pm883" in html
@@ -221,6 +222,7 @@ def chromium() -> str:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_report_renders_with_its_plots_in_headless_chromium(
     chromium: str, intel_html: str, tmp_path: Path

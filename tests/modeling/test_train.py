@@ -127,6 +127,7 @@ def test_repeats_are_reduced_to_their_median_so_a_stall_moves_nothing():
     assert model.specs["iops"].scopes["global"].q > 0
 
 
+@pytest.mark.slow
 def test_feature_sets_choice(synthetic):
     _, basic = fit_device_model(synthetic, folds=3, feature_sets=("basic",), regions=False, time_budget_s=0)
     assert basic["feature_sets"] == ["basic"]
@@ -163,3 +164,33 @@ def test_tail_latency_ratio_mode_when_it_wins(datadir):
     save_model(datadir, model.__class__("synth", "v1", model.specs, model.data_regions), {}, activate=True)
     loaded = ModelRegistry(datadir).load("synth")
     assert loaded.predict_frame(rows).equals(model.predict_frame(rows))
+
+
+def test_the_stored_evaluation_is_the_served_models_out_of_fold_error():
+    rows = synthetic_rows(noise=0.05, seed=7)  # a device whose tail is best learned as a ratio
+    _, summary = fit_device_model(rows, folds=3, candidates=fast_candidates(), regions=False)
+    evaluation = summary["evaluation"]
+    assert "out-of-fold" in evaluation["method"] and evaluation["folds"] == 3
+    assert summary["metrics"]["latency_p99_us"]["mode"] == "ratio"
+    assert {e["mode"] for e in summary["metrics"].values()} >= {"derived", "ratio"}
+    for metric, entry in summary["metrics"].items():
+        # without region models the served model is the global one: the very error selection saw
+        assert evaluation["metrics"][metric]["mre"] == pytest.approx(entry["global"]["cv_mre"]), metric
+        assert evaluation["metrics"][metric]["n"] == len(rows)
+
+
+def test_the_stored_evaluation_counts_the_region_models_that_serve(synthetic):
+    _, summary = fit_device_model(synthetic, folds=3, candidates=fast_candidates())
+    iops = summary["metrics"]["iops"]
+    n = summary["n_workloads"]
+    # auto serves a region's own model where it won: its errors replace the global model's there
+    gain = sum(e["n"] * (e["global_cv_mre"] - e["cv_mre"]) for e in iops["regions"].values() if e["auto"])
+    served = summary["evaluation"]["metrics"]["iops"]["mre"]
+    assert served == pytest.approx(iops["global"]["cv_mre"] - gain / n)
+
+
+def test_a_version_stores_its_evaluation_and_lists_the_same_numbers(datadir, trained):
+    mv = datadir.catalog.get_model_version("synth", trained)
+    evaluation = mv.manifest["evaluation"]
+    assert mv.manifest["cv_mre"] == {m: e["mre"] for m, e in evaluation["metrics"].items()}
+    assert set(evaluation["metrics"]) == {"latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"}

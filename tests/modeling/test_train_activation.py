@@ -29,6 +29,7 @@ def _train(*extra: str) -> tuple[int, str]:
     return r.exit_code, r.output
 
 
+@pytest.mark.slow
 def test_a_worse_version_stays_inactive_unless_asked(datadir: DataDir, device_with_data: str) -> None:
     code, output = _train()
     assert code == 0 and "(active)" in output, output

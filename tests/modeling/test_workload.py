@@ -145,7 +145,7 @@ def test_from_row_ignores_metrics_and_nan_gaps() -> None:
 def _schema_limits(prop: dict) -> dict:
     """min/max/multipleOf of a JSON-schema property (through a nullable anyOf)."""
     options = prop.get("anyOf", [prop])
-    (typed,) = [o for o in options if o.get("type") != "null"]
+    (typed,) = [o for o in options if o.get("type") not in ("null", "string")]  # a size may be "16k"
     return {k: typed.get(k) for k in ("minimum", "maximum", "multipleOf")}
 
 

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+import modeling.training.fit
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
+from tests.modeling.conftest import fast_candidates
 from tests.service.utils import DEVICE, assert_error, fio_files, ingest_fio
 
 WORKLOADS = [
@@ -20,6 +22,12 @@ WORKLOADS = [
     {"write_ratio": 0.5, "queue_depth": 1, "request_size": 4096, "randomness": 1.0},
 ]
 QUICK = {"folds": 2, "time_budget_s": 0.3}
+
+
+@pytest.fixture(autouse=True)
+def small_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retrains here are about jobs, locks and the swap, not model quality: small candidates."""
+    monkeypatch.setattr(modeling.training.fit, "default_candidates", lambda *a, **k: fast_candidates())
 
 
 def wait_job(client: TestClient, job_id: str, timeout: float = 90.0) -> dict[str, Any]:
@@ -33,6 +41,7 @@ def wait_job(client: TestClient, job_id: str, timeout: float = 90.0) -> dict[str
     raise AssertionError(f"job {job_id} did not finish in {timeout} s")
 
 
+@pytest.mark.slow
 def test_retrain_swaps_the_model_atomically_under_load(api: TestClient, trained: DataDir) -> None:
     old = trained.catalog.active_model_version(DEVICE)
     assert old is not None

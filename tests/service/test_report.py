@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fastapi.testclient import TestClient
 
 from modeling.store import DataDir
 from tests.service.utils import DEVICE, assert_error, fio_files, ingest_fio, quick_train
 
 
+@pytest.mark.slow
 def test_report_is_html_with_embedded_plots(api: TestClient, trained: DataDir) -> None:
     ingest_fio(trained, "other", fio_files(40))
     quick_train(trained, "other")

@@ -106,3 +106,16 @@ def test_sequential_writes_in_blktrace_binary(tmp_path: Path, byteorder: str) ->
     assert (inner["write_ratio"] == 1).all() and (inner["randomness"] == 0).all()
     assert (inner["write_size"] == 65536).all() and (inner["queue_depth"] == 8).all()
     assert inner["latency_mean_us"].to_numpy() == pytest.approx(4000, rel=1e-6)
+
+
+def test_cli_characterize_prints_tables_not_a_frame_dump() -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["trace", "characterize", str(DATA / "sample.blkparse.txt"), "--window", "10ms"])
+    assert res.exit_code == 0, res.output
+    assert "trace summary" in res.output and "windows" in res.output
+    # sizes and ratios read as a storage engineer writes them; no pandas column dump
+    assert "4 KiB" in res.output and "100%" in res.output
+    assert "window_end_s" not in res.output and "read_randomness  write_randomness" not in res.output
+    many = runner.invoke(app, ["trace", "characterize", str(DATA / "wsrch-small.trace"), "--window", "1s"])
+    assert many.exit_code == 0, many.output
+    assert "more windows: -o FILE.csv or --json gives them all" in many.output

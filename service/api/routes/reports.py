@@ -19,7 +19,11 @@ MAX_COMPARE = 4
 """Devices a report may put beside its subject (each adds a model refit and plots)."""
 
 _RESPONSES: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/html": {}}, "description": "the report page (plots embedded, no external URLs)"},
+    200: {
+        "content": {"text/html": {"example": "<!DOCTYPE html><html><head><title>ssdpredict report: nvme0"
+                                             "</title></head><body><h1>nvme0</h1>...</body></html>"}},
+        "description": "the report page (plots embedded, no external URLs)",
+    },
     404: {"model": ErrorResponse, "description": "unknown device"},
     422: {"model": ErrorResponse, "description": "a device without measurements, or named twice"},
 }

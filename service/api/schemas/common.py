@@ -6,11 +6,10 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from modeling.store.names import NAME_PATTERN
 from modeling.workload import METRICS, REGION_NAMES
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
-"""The rule of ``modeling.store.validate_name``, stated in the schema so clients see it."""
-
+# the rule of ``modeling.store.validate_name``, stated in the schema so clients see it
 DeviceName = Annotated[
     str, Field(pattern=NAME_PATTERN, max_length=128, description="device name", examples=["nvme0"])
 ]

@@ -21,6 +21,7 @@ from pydantic import (
 from modeling.workload import (
     LIMITS,
     METRICS,
+    SIZE_PATTERN,
     SIZE_STEP,
     WORKLOAD_FIELDS,
     WORKLOAD_LIMITS,
@@ -125,7 +126,7 @@ def _strict_type(limit: FieldLimit) -> Any:
     number = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
     if limit.kind != "size":
         return number
-    text = Annotated[str, Field(max_length=32), AfterValidator(_size_string)]
+    text = Annotated[str, Field(max_length=32, pattern=SIZE_PATTERN), AfterValidator(_size_string)]
     return Annotated[number | text, Field(union_mode="left_to_right")]
 
 

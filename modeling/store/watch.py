@@ -1,0 +1,60 @@
+"""A cheap way for a long-running reader to notice catalog changes made by other processes.
+
+``PRAGMA data_version`` on one long-lived connection changes whenever any *other*
+connection has committed since the last time it was asked; asking costs a few
+microseconds and reads no table.  Serving replicas that share a data directory use it to
+pick up versions that another replica, a CLI or a fleet training activated.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+
+class CatalogWatch:
+    """One read-only use of the catalog: has it changed, and which versions are active."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._seen: int | None = None
+
+    def changed(self) -> bool:
+        """True on the first call and whenever another connection committed since the last call."""
+        with self._lock:
+            version = int(self._connection().execute("PRAGMA data_version").fetchone()[0])
+            changed = version != self._seen
+            self._seen = version
+            return changed
+
+    def active_versions(self) -> dict[str, str]:
+        """Every device's active model version, in one query (a plain read, no write lock)."""
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
+                    " WHERE m.active = 1"
+                )
+                .fetchall()
+            )
+        return {str(name): str(version) for name, version in rows}
+
+    def close(self) -> None:
+        """Close the connection (it reopens on the next call)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            # autocommit, so each statement reads the latest committed state rather than
+            # a snapshot held open by an implicit transaction
+            self._conn = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+        return self._conn
