@@ -150,6 +150,8 @@ def fit_transfer_model(
         "interval_level": INTERVAL_LEVEL,
         "feature_sets": ["extended"],
         "data_regions": sorted(data_regions),
+        # out-of-fold errors of the transferred metrics (leave-one-out), as a training's evaluation
+        "evaluation": {"metrics": {m: {"mre": e["global"]["cv_mre"]} for m, e in report.items()}},
     }
     return model, summary
 
