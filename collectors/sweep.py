@@ -31,7 +31,9 @@ from collectors.safety import check_target, prepare_file
 from collectors.sweep_settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import Catalog, DataDir, Sweep
-from modeling.store.scratch import forget_scratch_file, is_scratch_file, record_scratch_file
+from modeling.store.scratch import (
+    forget_scratch_file, is_scratch_file, note_scratch_size, record_scratch_file,
+)
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
@@ -154,6 +156,7 @@ def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSe
             prepare_file(target, size + offset,
                          created=lambda path: record_scratch_file(catalog, path),
                          removed=lambda path: forget_scratch_file(catalog, path))
+            note_scratch_size(catalog, Path(target))
         else:
             size = min(size, info.size - offset)
     elif target.startswith("/dev/") and not settings.destroy_data:

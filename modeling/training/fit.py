@@ -263,6 +263,8 @@ def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
     """
     served: dict[str, np.ndarray] = {}
     for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):
+        if metric not in fit.specs:  # the data did not have it (training covers what it has)
+            continue
         spec = fit.specs[metric]
         if spec.mode == "ratio":
             assert fit.ratio_oof is not None
