@@ -42,6 +42,7 @@ from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.training.fit import fit_device_model  # noqa: E402
 from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
+from bench.transfer_study import transfer_study  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
 
 FIO_PLOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "fio-plot"
@@ -233,6 +234,10 @@ def later_sweep_study(
         print(f"| {SHORT[metric]} | {floor.mean():.1%} | {report.metrics[metric]['mre']:.1%} |")
 
 
+TRANSFER_FIT = {"folds": 3, "candidates": SAMPLING_CANDIDATES, "regions": False, "physics": False}
+"""The fast training configuration of the transfer study (references and from-scratch models)."""
+
+
 def _holdout_mre(frame: pd.DataFrame, train_idx: np.ndarray, metric: str) -> float:
     model, _ = fit_device_model(
         frame.iloc[train_idx], folds=3, candidates=SAMPLING_CANDIDATES, regions=False, physics=False
@@ -342,12 +347,16 @@ def main() -> None:
     parser.add_argument(
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
+    parser.add_argument("--transfer-only", action="store_true", help="the same as --study transfer")
+    parser.add_argument("--transfer-seeds", type=int, default=3,
+                        help="random draws per K in the transfer study")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     parser.add_argument(
         "--study",
-        choices=("extrapolation", "tail"),
+        choices=("extrapolation", "tail", "transfer"),
         help="only this study of issue 13: train at <= 32 I/Os in flight (and, with --device, "
-        "sizes <= 128 KiB) and score beyond; or p50..p99.9 vs a plain XGBoost",
+        "sizes <= 128 KiB) and score beyond; p50..p99.9 vs a plain XGBoost; or a new device "
+        "from K points of another",
     )
     args = parser.parse_args()
 
@@ -364,6 +373,10 @@ def main() -> None:
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
     print_tail_consistency(frames)
     if args.consistency_only:
+        return
+    if args.transfer_only or args.study == "transfer":
+        transfer_study({n: distinct_workloads(f) for n, f in frames.items()}, TRANSFER_FIT,
+                       seeds=args.transfer_seeds)
         return
     if args.study:
         run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device))

@@ -280,11 +280,25 @@ def nvmeof_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int 
 
 
 def adaptive_plan(measurements: Any, budget: int, *, bounds: Mapping[str, Sequence[Any]] | None = None,
-                  seed: int = DEFAULT_SEED, metric: str = "iops", candidates: int = 2000) -> Plan:
-    """``budget`` points where the device's current model is least certain."""
+                  seed: int = DEFAULT_SEED, metric: str = "iops", candidates: int = 2000,
+                  reference_model: Any = None) -> Plan:
+    """``budget`` points where the device's current model is least certain.
+
+    With ``reference_model`` (a reference device's ``DeviceModel``) the points are those
+    that best calibrate a transfer from it instead (``propose_transfer_points``).
+    """
     if budget < 1:
         raise InvalidInput("--budget must be at least 1")
     pool = lhs_points(candidates, bounds, seed=seed)
+    if reference_model is not None:
+        from modeling.training.adaptive import propose_transfer_points
+        from modeling.workload import WORKLOAD_FIELDS
+
+        w = np.array([[float(getattr(p, f)) for f in WORKLOAD_FIELDS] for p in pool])
+        pred = reference_model.predict_matrix(w, metrics=[metric])[metric][0]
+        chosen = propose_transfer_points(np.log(np.maximum(pred, 1e-12)), pool, budget)
+        return shuffled("adaptive", chosen, seed, budget=budget, metric=metric, bounds=_jsonable(bounds),
+                        reference={"device": reference_model.device, "version": reference_model.version})
     if measurements is None or len(measurements) == 0:
         # nothing measured yet: no model to be uncertain about, so spread points evenly.
         chosen = lhs_points(budget, bounds, seed=seed)
@@ -297,8 +311,13 @@ def adaptive_plan(measurements: Any, budget: int, *, bounds: Mapping[str, Sequen
 
 def build_plan(kind: str, *, values: Mapping[str, Sequence[Any]] | None = None,
                bounds: Mapping[str, Sequence[Any]] | None = None, n: int | None = None,
-               seed: int | None = None, measurements: Any = None) -> Plan:
-    """Build a preset plan by name, or load a ``.toml`` plan file (``kind`` is its path)."""
+               seed: int | None = None, measurements: Any = None, reference_model: Any = None) -> Plan:
+    """Build a preset plan by name, or load a ``.toml`` plan file (``kind`` is its path).
+
+    ``reference_model`` (adaptive plans only) picks the points that calibrate a transfer.
+    """
+    if reference_model is not None and kind != "adaptive":
+        raise InvalidInput("--reference needs --plan adaptive")
     s = DEFAULT_SEED if seed is None else seed
     values = {k: v for k, v in (values or {}).items() if v}
     if kind.endswith(".toml"):
@@ -317,7 +336,7 @@ def build_plan(kind: str, *, values: Mapping[str, Sequence[Any]] | None = None,
     if kind == "random":
         return random_plan(n or 40, bounds, seed=s)
     if kind == "adaptive":
-        return adaptive_plan(measurements, n or 20, bounds=bounds, seed=s)
+        return adaptive_plan(measurements, n or 20, bounds=bounds, seed=s, reference_model=reference_model)
     raise InvalidInput(f"unknown plan {kind!r}: use one of {', '.join(PRESETS)} or a .toml file")
 
 

@@ -29,9 +29,11 @@ from collectors.plans import Plan, build_plan
 from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summary
 from collectors.safety import check_target, prepare_file
 from collectors.sweep_settings import SweepSettings
-from modeling.errors import UnsafeTarget
+from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import Catalog, DataDir, Sweep
-from modeling.store.scratch import forget_scratch_file, is_scratch_file, record_scratch_file
+from modeling.store.scratch import (
+    forget_scratch_file, is_scratch_file, note_scratch_size, record_scratch_file,
+)
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
@@ -48,18 +50,27 @@ def sweep_key(device: str, plan: Plan, settings: SweepSettings) -> str:
 
 def sweep_plan(datadir: DataDir, device: str, device_class: str, *, kind: str | None = None,
                values: dict[str, list[Any]] | None = None, budget: int | None = None,
-               seed: int | None = None, points: int | None = None) -> Plan:
+               seed: int | None = None, points: int | None = None, reference: str | None = None) -> Plan:
     """The plan a sweep of ``device`` measures: ``kind`` (default quick, nvmeof for an NVMe-oF
     device), its value lists, ``budget`` points for sampled plans, cut to the first ``points``.
 
     An adaptive plan places its points where the model of the device's stored
-    measurements is least certain.
+    measurements is least certain or, with ``reference`` (another device with a model),
+    where they best calibrate a transfer from that device's model.
     """
     kind = kind or ("nvmeof" if device_class == "nvmeof" else "quick")
     measurements = None
     if kind == "adaptive" and device in {d.name for d in datadir.catalog.list_devices()}:
         measurements = datadir.catalog.measurements(device)
-    return build_plan(kind, values=values, n=budget, seed=seed, measurements=measurements).head(points)
+    reference_model = None
+    if reference is not None:
+        if kind != "adaptive":
+            raise InvalidInput("--reference needs --plan adaptive")
+        from modeling.training.transfer import load_reference  # heavy (scikit-learn)
+
+        reference_model = load_reference(datadir, device, reference)
+    return build_plan(kind, values=values, n=budget, seed=seed, measurements=measurements,
+                      reference_model=reference_model).head(points)
 
 
 def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings, *,
@@ -145,6 +156,7 @@ def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSe
             prepare_file(target, size + offset,
                          created=lambda path: record_scratch_file(catalog, path),
                          removed=lambda path: forget_scratch_file(catalog, path))
+            note_scratch_size(catalog, Path(target))
         else:
             size = min(size, info.size - offset)
     elif target.startswith("/dev/") and not settings.destroy_data:

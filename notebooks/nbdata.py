@@ -3,7 +3,7 @@
 With ``SSDPREDICT_DEVICE`` set, that device of ``SSDPREDICT_HOME`` (default
 ``~/.local/share/ssdpredict``) is used and nothing is imported. Otherwise the fio JSON
 results in ``SSDPREDICT_NB_FIO_DIR`` (default: the Intel D3-S4610 folder of
-``../shared/data/fio-plot``) are imported, with the function ``ssdpredict ingest`` uses,
+``tests/data/fio-plot`` in the repository) are imported, with the function ``ssdpredict ingest`` uses,
 into ``SSDPREDICT_HOME`` or a new temporary data directory.  The variables are read
 through the one settings class (:func:`service.config.get_settings`).
 """

@@ -102,16 +102,20 @@ class TracePrediction:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
-        clean = self.windows.replace([np.inf, -np.inf], np.nan)
-        win = clean.astype(object).where(clean.notna(), None)
         return {
             "device": self.device,
             "model_version": self.model_version,
             "method": self.method,
             "summary": self.summary,
             "warnings": self.warnings,
-            "windows": win.to_dict(orient="records"),
+            "windows": json_records(self.windows),
         }
+
+
+def json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A window table's rows as JSON-ready dicts: NaN and infinities become None."""
+    clean = frame.replace([np.inf, -np.inf], np.nan)
+    return clean.astype(object).where(clean.notna(), None).to_dict(orient="records")  # type: ignore[no-any-return]
 
 
 def summarise(table: pd.DataFrame, char: Characterization) -> dict[str, Any]:

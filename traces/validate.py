@@ -31,7 +31,7 @@ from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import scrub_path, uploaded_trace
 from traces.characterize import Characterization
-from traces.predict import TracePrediction, predict_trace
+from traces.predict import TracePrediction, json_records, predict_trace
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 
@@ -50,9 +50,7 @@ class ValidationReport:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (NaN becomes None)."""
-        clean = self.windows.replace([np.inf, -np.inf], np.nan)
-        win = clean.astype(object).where(clean.notna(), None)
+        """JSON-ready form (NaN and infinities become None)."""
         return {
             "device": self.device,
             "model_version": self.model_version,
@@ -61,7 +59,7 @@ class ValidationReport:
             "replay": self.replay,
             "plot": self.plot,
             "warnings": self.warnings,
-            "windows": win.to_dict(orient="records"),
+            "windows": json_records(self.windows),
         }
 
 

@@ -21,6 +21,8 @@ from sklearn.tree._tree import Tree
 from modeling.errors import CorruptModel
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.families import ESTIMATORS, make_estimator
+from modeling.estimators.relative import CORRECTIONS, ReferenceFunction, RelativeFitnessModel
+from modeling.features import FEATURE_NAMES
 
 _NODE_DTYPE: np.dtype[Any] | None = None
 
@@ -85,12 +87,14 @@ def import_tree(data: Any, n_features: int) -> Any:
     return tree
 
 
-def export_estimator(est: RegressorBase, name: str = "model") -> tuple[dict[str, Any], dict[str, bytes]]:
+def export_estimator(est: Any, name: str = "model") -> tuple[dict[str, Any], dict[str, bytes]]:
     """JSON-ready description of a fitted estimator, plus its binary files by name.
 
     ``name`` prefixes the files (XGBoost boosters, ``<name>.ubj``); a composite model
     exports its parts under ``<name>-<part>``.
     """
+    if isinstance(est, RelativeFitnessModel):
+        return _export_relative(est, name)
     spec: dict[str, Any] = {
         "kind": est.kind,
         "params": est.get_params(),
@@ -123,6 +127,8 @@ _PARTS = {"load_gated": {"direct": "xgboost", "per_load": "xgboost", "gate": "gp
 
 def import_estimator(spec: Any, blobs: Mapping[str, bytes]) -> RegressorBase:
     """Rebuild a fitted estimator from :func:`export_estimator` output."""
+    if isinstance(spec, dict) and spec.get("kind") == RelativeFitnessModel.kind:
+        return _import_relative(spec, blobs)  # type: ignore[return-value]
     try:
         kind = spec["kind"]
         if kind not in ESTIMATORS:
@@ -227,6 +233,78 @@ def _import_gp(est: Any, data: Any, n_features: int) -> None:
         raise CorruptModel("bad Gaussian process export: values out of range")
     est.gp_features_, est.gp_mean_, est.gp_scale_, est.gp_length_ = features, mean, scale, length
     est.gp_X_, est.gp_alpha_, est.gp_amplitude_, est.gp_offset_ = X, alpha, amplitude, offset
+
+
+def _export_relative(est: RelativeFitnessModel, name: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A transferred model: its correction, and the reference's members exported in full."""
+    ref = est.reference_
+    blobs: dict[str, bytes] = {}
+    members = []
+    for i, (feature_set, member) in enumerate(ref.members):
+        member_spec, member_blobs = export_estimator(member, f"{name}-ref{i}")
+        blobs.update(member_blobs)
+        members.append({"feature_set": feature_set, "estimator": member_spec})
+    tree = est.correction_tree_
+    spec = {
+        "kind": est.kind,
+        "params": {k: v for k, v in est.get_params().items() if k != "reference"},
+        "n_features": int(est.n_features_in_),
+        "x_mean": np.asarray(est.x_mean_, dtype=float).tolist(),
+        "x_scale": np.asarray(est.x_scale_, dtype=float).tolist(),
+        "coef": np.asarray(est.coef_, dtype=float).tolist(),
+        "intercept": float(est.intercept_),
+        "chosen": est.chosen_,
+        "alpha_chosen": float(est.alpha_),
+        "tree": None if tree is None else export_tree(tree),
+        "reference": {"members": members, "weights": ref.weights, "scale": float(ref.scale),
+                      "device": ref.device, "version": ref.version},
+    }
+    return spec, blobs
+
+
+def _import_relative(spec: dict[str, Any], blobs: Mapping[str, bytes]) -> RelativeFitnessModel:
+    """Rebuild a transferred model from :func:`_export_relative` output, validated."""
+    try:
+        params = dict(spec["params"])
+        if set(params) - {"correction", "alpha", "max_depth"} or spec["chosen"] not in CORRECTIONS:
+            raise CorruptModel("bad relative-fitness parameters")
+        est = RelativeFitnessModel(**params)
+        d = int(spec["n_features"])
+        if d != len(FEATURE_NAMES["extended"]):
+            raise CorruptModel("relative-fitness model not on the extended features")
+        ref = spec["reference"]
+        members = []
+        for member in ref["members"]:
+            feature_set = member["feature_set"]
+            if feature_set not in FEATURE_NAMES:
+                raise CorruptModel(f"unknown feature set {feature_set!r} in a reference member")
+            part = import_estimator(member["estimator"], blobs)
+            if int(part.n_features_in_) != len(FEATURE_NAMES[feature_set]) or part.kind == est.kind:
+                raise CorruptModel("reference member of the wrong width or kind")
+            members.append((feature_set, part))
+        weights = None if ref["weights"] is None else [float(x) for x in ref["weights"]]
+        scale = float(ref["scale"])
+        if not members or (weights is not None and len(weights) != len(members)) or not (
+            np.isfinite(scale) and scale > 0
+        ):
+            raise CorruptModel("bad reference in a relative-fitness model")
+        est.reference = est.reference_ = ReferenceFunction(members, weights, scale, str(ref["device"]),
+                                                           str(ref["version"]))
+        est.x_mean_ = _vector(spec["x_mean"], d)
+        est.x_scale_ = _vector(spec["x_scale"], d)
+        est.coef_ = _vector(spec["coef"], d)
+        est.intercept_ = float(spec["intercept"])
+        est.n_features_in_ = d
+        est.chosen_ = spec["chosen"]
+        est.alpha_ = float(spec["alpha_chosen"])
+        est.correction_tree_ = None if spec["tree"] is None else import_tree(spec["tree"], d)
+    except CorruptModel:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptModel(f"bad relative-fitness model: {exc}") from exc
+    if not np.isfinite(est.intercept_) or np.any(est.x_scale_ == 0):
+        raise CorruptModel("bad relative-fitness coefficients")
+    return est
 
 
 def _vector(values: Any, n: int) -> np.ndarray:

@@ -91,7 +91,14 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_state ON jobs(state);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+_V3 = """
+-- a scratch file's size after its sweep prepared it: inode numbers are reused, so a file
+-- put in place of a deleted scratch file can have its (st_dev, st_ino); it is refused
+-- unless its size is also the one recorded (NULL: recorded before sizes were)
+ALTER TABLE scratch_files ADD COLUMN size INTEGER;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite's primary result codes for "this is not (or no longer) a valid database file"

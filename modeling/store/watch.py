@@ -25,6 +25,8 @@ class CatalogWatch:
     def changed(self) -> bool:
         """True on the first call and whenever another connection committed since the last call."""
         with self._lock:
+            if self._conn is None and not self.path.exists():
+                return True  # no catalog yet: nothing to read, and no empty file made by asking
             version = int(self._connection().execute("PRAGMA data_version").fetchone()[0])
             changed = version != self._seen
             self._seen = version
@@ -33,14 +35,21 @@ class CatalogWatch:
     def active_versions(self) -> dict[str, str]:
         """Every device's active model version, in one query (a plain read, no write lock)."""
         with self._lock:
-            rows = (
-                self._connection()
-                .execute(
-                    "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
-                    " WHERE m.active = 1"
+            if self._conn is None and not self.path.exists():
+                return {}
+            try:
+                rows = (
+                    self._connection()
+                    .execute(
+                        "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
+                        " WHERE m.active = 1"
+                    )
+                    .fetchall()
                 )
-                .fetchall()
-            )
+            except sqlite3.OperationalError as exc:
+                if "no such table" not in str(exc):
+                    raise
+                return {}  # a catalog being created by another process: no versions yet
         return {str(name): str(version) for name, version in rows}
 
     def close(self) -> None:

@@ -75,3 +75,35 @@ def propose_points(
         available[best] = False
         dist = np.minimum(np.where(np.isfinite(dist), dist, np.inf), np.linalg.norm(Zc - Zc[best], axis=1))
     return [candidates[i] for i in chosen]
+
+
+def propose_transfer_points(
+    reference_log_pred: np.ndarray, candidates: list[Workload], n: int
+) -> list[Workload]:
+    """The ``n`` candidates that best calibrate a transfer from a reference model.
+
+    A relative-fitness correction is a function of the workload and of where the
+    reference puts it, so the points are spread (farthest point first) in the workload
+    features plus the reference's predicted log value, given double weight so the
+    reference's whole predicted range is covered before any corner of the feature space
+    gets a second point.  ``reference_log_pred`` is the reference's log prediction at each
+    candidate.
+    """
+    if n < 1 or not candidates:
+        return []
+    if len(reference_log_pred) != len(candidates):
+        raise InvalidInput("one reference prediction per candidate is needed")
+    n = min(n, len(candidates))
+    cand_w = np.array([[float(getattr(c, f)) for f in WORKLOAD_FIELDS] for c in candidates])
+    Z = np.column_stack([compute_features(cand_w, "extended").astype(np.float64), reference_log_pred])
+    lo, span = Z.min(axis=0), np.ptp(Z, axis=0)
+    Z = _scaled(Z, lo, np.where(span > 0, span, 1.0))
+    Z[:, -1] *= 2.0
+    # start from the lowest predicted value, so the choice is deterministic
+    chosen = [int(np.argmin(Z[:, -1]))]
+    dist = np.linalg.norm(Z - Z[chosen[0]], axis=1)
+    while len(chosen) < n:
+        best = int(np.argmax(dist))
+        chosen.append(best)
+        dist = np.minimum(dist, np.linalg.norm(Z - Z[best], axis=1))
+    return [candidates[i] for i in chosen]

@@ -61,8 +61,10 @@ _LAW_NAMES = {"bandwidth_mib_s": "IOPS x mean request size", "latency_mean_us": 
 Progress = Callable[[str, float], None]
 
 
-def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
-    """Workload matrix and metric vectors of the usable rows.
+def training_rows(
+    frame: pd.DataFrame, min_rows: int = MIN_ROWS
+) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame]:
+    """Workload matrix and metric vectors of the usable rows (``NoData`` below ``min_rows``).
 
     The metrics trained are those the data has (a column with at least one positive,
     finite value); a row is usable when every one of them is finite and > 0 in it.
@@ -80,8 +82,8 @@ def training_rows(frame: pd.DataFrame) -> tuple[np.ndarray, dict[str, np.ndarray
     values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)
     clean = frame.loc[ok].reset_index(drop=True)
-    if len(clean) < MIN_ROWS:
-        raise NoData(f"only {len(clean)} usable measured points; at least {MIN_ROWS} are needed to train")
+    if len(clean) < min_rows:
+        raise NoData(f"only {len(clean)} usable measured points; at least {min_rows} are needed to train")
     w = workload_matrix(clean)
     ys = {m: clean[m].to_numpy(dtype=np.float64) for m in metrics}
     for m in PERCENTILE_METRICS:
@@ -291,6 +293,8 @@ def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
     """
     served: dict[str, np.ndarray] = {}
     for metric in ("iops",) + tuple(m for m in METRICS if m != "iops"):
+        if metric not in fit.specs:  # the data did not have it (training covers what it has)
+            continue
         spec = fit.specs[metric]
         if spec.mode == "ratio":
             assert fit.ratio_oof is not None

@@ -14,6 +14,7 @@ import pandas as pd
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.registry import register_models, save_model, write_model_files
 from modeling.training.fit import fit_device_model, training_rows
+from modeling.training.transfer import MIN_TRANSFER_ROWS, fit_with_reference, load_reference
 from modeling.store import DataDir, ModelVersion
 from modeling.store.catalog import read_measurement_files
 from modeling.store.locks import DeviceLock
@@ -56,9 +57,15 @@ def train_device(
     lock: DeviceLock | None = None,
     job_id: str | None = None,
     force_activate: bool = False,
+    reference: str | None = None,
     **fit_kw: Any,
 ) -> ModelVersion:
     """Train all metrics of ``device`` and register a new (by default active) model version.
+
+    With ``reference`` (another device with an active model) the model is that device's
+    corrected by this one's measurements, or trained from scratch if cross-validation on
+    this device's points prefers it (:mod:`modeling.training.transfer`); ``UnknownDevice``
+    or ``NoModel`` when the reference does not exist or has no model.
 
     Raises ``UnknownDevice``, or ``NoData`` when there are too few measured points.  Any
     failure leaves the registered versions, and the active one, as they were.  With
@@ -71,7 +78,8 @@ def train_device(
     """
     with lock or datadir.device_lock(device, "train", wait=wait, on_wait=on_wait):
         return _train(datadir, device, folds=folds, time_budget_s=time_budget_s, progress=progress,
-                      activate=activate, force_activate=force_activate, job_id=job_id, **fit_kw)
+                      activate=activate, force_activate=force_activate, job_id=job_id,
+                      reference=reference, **fit_kw)
 
 
 def _train(
@@ -84,14 +92,17 @@ def _train(
     activate: bool,
     force_activate: bool,
     job_id: str | None,
+    reference: str | None = None,
     **fit_kw: Any,
 ) -> ModelVersion:
     catalog = datadir.catalog
     catalog.get_device(device)
+    ref = load_reference(datadir, device, reference) if reference else None
     frame = catalog.measurements(device)
-    _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    # raises NoData early, before any work
+    _, _, clean = training_rows(frame, MIN_TRANSFER_ROWS) if ref else training_rows(frame)
     version = new_version(datadir, device)
-    model, manifest = _fit(frame, clean, device, version, folds, time_budget_s, progress, **fit_kw)
+    model, manifest = _fit(frame, clean, device, version, folds, time_budget_s, progress, ref=ref, **fit_kw)
     decision = activation_decision(catalog.active_model_version(device), manifest, activate=activate,
                                    force=force_activate)
     manifest["activation"] = decision
@@ -108,18 +119,27 @@ def _fit(
     folds: int,
     time_budget_s: float | None,
     progress: Callable[[str, float], None] | None,
+    ref: DeviceModel | None = None,
     **fit_kw: Any,
 ) -> tuple[DeviceModel, dict[str, Any]]:
-    """Fit every metric and describe the version (its manifest, before activation is decided)."""
-    model, summary = fit_device_model(
-        frame,
-        device=device,
-        version=version,
-        folds=folds,
-        time_budget_s=time_budget_s,
-        progress=progress,
-        **fit_kw,
-    )
+    """Fit every metric and describe the version (its manifest, before activation is decided).
+
+    With ``ref`` the model is a transfer from that reference model, or from scratch if
+    cross-validation prefers it (:func:`~modeling.training.transfer.fit_with_reference`).
+    """
+    if ref is not None:
+        model, summary = fit_with_reference(frame, ref, device=device, version=version, folds=folds,
+                                            time_budget_s=time_budget_s, progress=progress, **fit_kw)
+    else:
+        model, summary = fit_device_model(
+            frame,
+            device=device,
+            version=version,
+            folds=folds,
+            time_budget_s=time_budget_s,
+            progress=progress,
+            **fit_kw,
+        )
     sweep_ids = sorted(int(s) for s in clean["sweep_id"].unique()) if "sweep_id" in clean else []
     fio_versions = (
         sorted(str(v) for v in clean["fio_version"].dropna().unique()) if "fio_version" in clean else []
@@ -134,7 +154,7 @@ def _fit(
             "n_rows": int(len(clean)),
         },
         # the stored evaluation's MRE: what `models list`, the API and `make run` all show
-        "cv_mre": {m: float(summary["evaluation"]["metrics"][m]["mre"]) for m in METRICS},
+        "cv_mre": {m: float(e["mre"]) for m, e in summary["evaluation"]["metrics"].items() if m in METRICS},
         "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
         "time_budget_s": time_budget_s,
     }

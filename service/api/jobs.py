@@ -29,6 +29,7 @@ from modeling.store import DataDir, validate_name
 from modeling.store.jobs import Job
 from modeling.store.locks import DeviceLock
 from modeling.training.train import train_device
+from modeling.training.transfer import check_reference
 from service.api.metrics import ServiceMetrics
 
 log = logging.getLogger("ssdpredict.jobs")
@@ -62,21 +63,25 @@ class RetrainJobs:
 
     def start(
         self, device: str, *, folds: int = 5, time_budget_s: float | None = None, activate: bool = True,
-        force_activate: bool = False,
+        force_activate: bool = False, reference: str | None = None,
     ) -> Job:
-        """Start retraining ``device``; raises ``UnknownDevice``, or ``DeviceBusy`` if it has a writer."""
+        """Start retraining ``device``; raises ``UnknownDevice``, or ``DeviceBusy`` if it has a writer.
+
+        With ``reference`` it must be another device with a model (``UnknownDevice``, ``NoModel``).
+        """
         validate_name(device)
         catalog = self.datadir.catalog
         catalog.get_device(device)
+        if reference is not None:
+            check_reference(self.datadir, device, reference)
         job = Job(id=uuid.uuid4().hex, kind="retrain", device=device)
         lock = self.datadir.device_lock(device, "train", detail=job.id).acquire()
         try:
-            catalog.add_job(job, {"folds": folds, "time_budget_s": time_budget_s, "activate": activate,
-                                  "force_activate": force_activate})
+            options = {"folds": folds, "time_budget_s": time_budget_s, "activate": activate,
+                       "force_activate": force_activate, "reference": reference}
+            catalog.add_job(job, options)
             with self._lock:
                 self._jobs[job.id] = job
-            options = {"folds": folds, "time_budget_s": time_budget_s, "activate": activate,
-                       "force_activate": force_activate}
             thread = threading.Thread(
                 target=self._run, args=(job, lock, options), name=f"retrain-{device}", daemon=True
             )
@@ -143,7 +148,7 @@ class RetrainJobs:
             mv = train_device(
                 self.datadir, job.device, folds=options["folds"], time_budget_s=options["time_budget_s"],
                 progress=progress, activate=options["activate"], force_activate=options["force_activate"],
-                lock=lock, job_id=job.id,
+                lock=lock, job_id=job.id, reference=options.get("reference"),
             )
             if mv.active:
                 # Load the new version here, in the job's thread, so the first prediction

@@ -75,6 +75,9 @@ def train(
         "activating (default: activate unless worse beyond noise)")] = None,
     wait: WaitOption = False,
     json_output: JsonOption = False,
+    reference: Annotated[str | None, typer.Option(
+        help="another device whose model this one's few measurements correct (relative fitness); "
+        "cross-validation keeps it or trains from scratch")] = None,
 ) -> None:
     """Train one model per metric (and per region) and register a new model version.
 
@@ -112,6 +115,7 @@ def train(
             wait=wait,
             on_wait=waiting,
             progress=lambda msg, frac: bar.update(task, completed=frac, description=msg[:70]),
+            reference=reference,
             **fit_kw,
         )
     if json_output:
@@ -121,7 +125,20 @@ def train(
         f"trained [bold]{mv.device}[/] version [bold]{mv.version}[/]{' (active)' if mv.active else ''}"
     )
     _print_manifest_summary(mv.manifest)
+    _print_transfer(mv.manifest)
     _print_activation(mv.manifest)
+
+
+def _print_transfer(manifest: dict[str, Any]) -> None:
+    t = manifest.get("transfer")
+    if not t:
+        return
+    ref, scratch = t["reference"], t.get("scratch_cv_mre")
+    scratch_txt = "n/a (too few points)" if scratch is None else f"{scratch:.1%}"
+    console.print(
+        f"reference {ref['device']} version {ref['version']}: kept [bold]{t['chosen']}[/] "
+        f"({t['metric']} {t['cv']} MRE: transfer {t['transfer_cv_mre']:.1%}, from scratch {scratch_txt})"
+    )
 
 
 def _print_activation(manifest: dict[str, Any]) -> None:

@@ -97,6 +97,9 @@ def sweep(
     engine: Annotated[str, typer.Option(help="auto|io_uring|libaio|psync|spdk")] = "auto",
     seed: Annotated[int | None, typer.Option(help="seed of the point order (and sampled plans)")] = None,
     budget: Annotated[int | None, typer.Option(help="points for --plan adaptive/lhs/random")] = None,
+    reference: Annotated[str | None, typer.Option(
+        help="with --plan adaptive: pick the points that best calibrate a transfer from this device's "
+        "model (then `train --reference`)")] = None,
     points: Annotated[int | None, typer.Option(help="measure only the first N points of the plan")] = None,
     write_ratios: Annotated[str | None, typer.Option(help="value list, e.g. 0,0.5,1")] = None,
     queue_depths: Annotated[str | None, typer.Option(help="value list, e.g. 1,8,32")] = None,
@@ -134,7 +137,7 @@ def sweep(
     values = _value_lists(write_ratios=write_ratios, queue_depths=queue_depths, sizes=sizes,
                           randomness=randomness, numjobs=numjobs)
     the_plan = sweep_plan(data, device, device_class, kind=plan, values=values, budget=budget, seed=seed,
-                          points=points)
+                          points=points, reference=reference)
     if not json_output:
         where = target or f"NVMe-oF {nvmeof_nqn}"
         where += f" on {len(remotes)} hosts" if remotes else ""

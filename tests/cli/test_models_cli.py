@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 import modeling.training.evaluate
 import modeling.training.fit
+import modeling.training.transfer
 from service.cli.main import app
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -19,7 +20,7 @@ runner = CliRunner()
 @pytest.fixture(autouse=True)
 def quick_candidates(monkeypatch):
     """The CLI trains with the default candidates; keep them tiny in tests."""
-    for module in (modeling.training.fit, modeling.training.evaluate):
+    for module in (modeling.training.fit, modeling.training.evaluate, modeling.training.transfer):
         monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
 
 
@@ -226,3 +227,23 @@ def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir,
     assert p["iops"]["extrapolation"] == {"queue_depth": 8.0, **sizes, "outstanding_io": 2.0}
     r = run(*args)
     assert r.exit_code == 0 and "extrapolated" in r.output and "latency_p99_9_us" in r.output
+
+
+def test_train_with_a_reference(device_with_data, datadir):
+    r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
+    assert r.exit_code == 0, r.output
+    few = synthetic_rows(seed=5).sample(10, random_state=1)
+    few["iops"] *= 0.5
+    few["bandwidth_mib_s"] *= 0.5
+    few["latency_mean_us"] *= 2
+    few["latency_p99_us"] *= 2
+    datadir.catalog.ensure_device("half")
+    datadir.catalog.add_measurements("half", few.to_dict("records"), info={"fio_version": "fio-3.33"})
+    r = run("train", "--device", "half", "--reference", "synth", "--json")
+    assert r.exit_code == 0, r.output
+    transfer = json.loads(r.stdout)["manifest"]["transfer"]
+    assert transfer["reference"]["device"] == "synth" and transfer["chosen"] == "transfer"
+    r = run("train", "--device", "half", "--reference", "synth")
+    assert r.exit_code == 0 and "reference synth" in r.output, r.output
+    r = run("train", "--device", "half", "--reference", "nosuch")
+    assert r.exit_code != 0 and "nosuch" in r.output and "Traceback" not in r.output

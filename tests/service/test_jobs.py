@@ -151,3 +151,21 @@ def test_retrain_body_is_optional(client: TestClient, datadir: DataDir, body: An
     r = client.post("/v1/devices/tiny/retrain", json=body)
     assert r.status_code == 202, r.text
     wait_job(client, r.json()["id"])
+
+
+def test_retrain_with_a_reference(api: TestClient, trained: DataDir) -> None:
+    from tests.service.utils import DEVICE_DIR
+
+    ingest_fio(trained, "twin", fio_files(10, DEVICE_DIR.parent / "SAMSUNG_860PRO"))
+    assert_error(api.post("/v1/devices/twin/retrain", json={**QUICK, "reference": "nosuch"}), 404,
+                 "unknown_device")
+    r = api.post("/v1/devices/twin/retrain", json={**QUICK, "reference": DEVICE})
+    assert r.status_code == 202, r.text
+    job = wait_job(api, r.json()["id"])
+    assert job["state"] == "succeeded", job
+    mv = trained.catalog.active_model_version("twin")
+    ref = trained.catalog.active_model_version(DEVICE)
+    assert mv is not None and ref is not None
+    assert mv.manifest["transfer"]["reference"] == {"device": DEVICE, "version": ref.version}
+    r = api.post("/v1/predict", json={"device": "twin", "workload": WORKLOADS[0]})
+    assert r.status_code == 200 and r.json()["predictions"]["iops"]["value"] > 0, r.text

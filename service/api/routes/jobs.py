@@ -47,7 +47,8 @@ def retrain(
     """
     opts = options or RetrainRequest.model_validate({})
     job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s,
-                     activate=opts.activate is not False, force_activate=opts.activate is True)
+                     activate=opts.activate is not False, force_activate=opts.activate is True,
+                     reference=opts.reference)
     return asdict(job)
 
 
