@@ -113,3 +113,23 @@ def test_validate_route_trace_without_latency(trained: DataDir) -> None:
     assert all("latency_mean_us" not in w and w["pred_latency_mean_us"] > 0 for w in doc["windows"])
     assert all(w["offered_iops"] > 0 and "iops" not in w for w in doc["windows"])
     assert doc["method"] == "open-loop" and all(w["utilisation"] > 0 for w in doc["windows"])
+
+
+def test_replay_limited_windows_leave_the_latency_errors_but_count_for_saturation() -> None:
+    import pandas as pd
+
+    from traces.predict import TracePrediction
+    from traces.validate import compare
+
+    pred = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "too_short": False, "saturated": False,
+                         "pred_latency_mean_us": 10.0, "pred_latency_p99_us": 20.0})
+    meas = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "latency_mean_us": [10.0, 12.5, 1000.0],
+                         "latency_p99_us": [20.0, 20.0, 5000.0], "replay_limited": [False, False, True],
+                         "measured_saturated": [False, False, True]})
+    df, summary = compare(TracePrediction("d", "v1", "open-loop", pred, {}), meas)
+    err = summary["errors"]["latency_mean_us"]
+    assert err["n"] == 2 and err["mre"] == pytest.approx((0 + 0.2) / 2)
+    assert np.isnan(df["latency_mean_us_rel_error"].iloc[2])
+    sat = summary["saturation"]
+    assert sat["windows"] == 3 and sat["measured"] == 1 and sat["replay_limited"] == 1
+    assert sat["agree"] == pytest.approx(2 / 3)
