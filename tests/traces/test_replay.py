@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -103,10 +104,8 @@ def test_replay_refuses_a_device_with_a_filesystem(tmp_path: Path) -> None:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
-def _fake_log(issue_t: np.ndarray, lat_s: np.ndarray) -> "pd.DataFrame":
+def _fake_log(issue_t: np.ndarray, lat_s: np.ndarray) -> pd.DataFrame:
     """fio's per-I/O log rows (ms completion stamps) for I/Os issued at ``issue_t``."""
-    import pandas as pd
-
     done_ms = np.floor((issue_t + lat_s) * 1e3)
     return pd.DataFrame({"time_ms": done_ms, "lat_ns": lat_s * 1e9, "ddir": 0,
                          "bs": 4096, "offset": 0})
