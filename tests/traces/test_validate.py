@@ -71,8 +71,11 @@ def test_validate_cli_with_replay_target(trained: DataDir, tmp_path: Path, fio_a
     doc = json.loads(res.output)
     assert doc["replay"]["requests"] == 200 and doc["summary"]["measured"]
     assert sum(w["replay_requests"] for w in doc["windows"]) == 200
-    assert doc["summary"]["errors"]["latency_mean_us"]["n"] == len(doc["windows"])
-    _check_errors(doc["windows"], "latency_mean_us")
+    # windows where fio or the CPU fell behind (a loaded machine) are counted, not compared
+    limited = sum(bool(w["replay_limited"]) for w in doc["windows"])
+    assert doc["summary"]["saturation"]["replay_limited"] == limited
+    assert doc["summary"]["errors"]["latency_mean_us"]["n"] == len(doc["windows"]) - limited
+    _check_errors([w for w in doc["windows"] if not w["replay_limited"]], "latency_mean_us")
     assert (tmp_path / "p.png").exists()
 
 
