@@ -118,15 +118,16 @@ def test_window_drift_is_the_slope_and_who_fell_behind() -> None:
     shift = SHIFT_US / 1e6
     # on time in the first second; 10 % slow in the second (the backlog grows)
     issue = shift + np.where(t < 1, t, 1 + (t - 1) * 1.1)
-    quick = replay_windows(_fake_log(issue, np.full(len(t), 20e-6)), t, 1.0, 1.0, lanes=16)
+    quick = replay_windows(_fake_log(issue, np.full(len(t), 20e-6)), t, 1.0, 1.0)
     assert quick["window_drift"].iloc[0] == pytest.approx(0, abs=0.003)
     assert quick["window_drift"].iloc[1] == pytest.approx(1 / 1.1 - 1, abs=0.003)
     assert quick["measured_saturated"].tolist() == [False, True]
-    # lanes idle (20 us I/O, 1,000 IO/s on 16 lanes): the replay, not the device, fell behind
+    # 0.02 I/O in flight (20 us I/O at 1,000 IO/s): a backlog with the device mostly idle is
+    # the replay's (fio, the CPU), not the device's
     assert quick["replay_limited"].tolist() == [False, True]
-    # the same lateness with the lanes inside I/O nearly all the time: the device held them
-    busy = replay_windows(_fake_log(issue, np.full(len(t), 15e-3)), t, 1.0, 1.0, lanes=16)
-    assert busy["lane_busy"].iloc[1] > 0.5
+    # the same lateness with 15 I/O in flight: the device held the backlog
+    busy = replay_windows(_fake_log(issue, np.full(len(t), 15e-3)), t, 1.0, 1.0)
+    assert busy["replay_inflight"].iloc[1] == pytest.approx(15 / 1.1, rel=0.05)
     assert busy["replay_limited"].tolist() == [False, False]
     assert busy["measured_saturated"].tolist() == [False, True]
     # one request very late at the end of an on-time window moves a span ratio, not the slope
@@ -143,7 +144,7 @@ def test_a_real_replay_can_be_cut_into_other_window_lengths(tmp_path: Path, fio_
         cut = result.rewindow(length)
         assert cut["replay_requests"].sum() == 200
         assert len(cut) == int(np.floor(1.0 / length)) + 1  # the last request starts a window
-        assert {"window_drift", "replay_limited", "lane_busy", "latency_mean_us"} <= set(cut.columns)
+        assert {"window_drift", "replay_limited", "replay_inflight", "latency_mean_us"} <= set(cut.columns)
     same = result.rewindow(0.5)
     assert same["latency_mean_us"].to_numpy() == pytest.approx(result.windows["latency_mean_us"].to_numpy())
     with pytest.raises(InvalidInput):
