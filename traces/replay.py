@@ -330,11 +330,13 @@ def _rate_drift(trace_t: np.ndarray, issue_t: np.ndarray) -> float:
     ic = issue_t - issue_t.mean()
     slope = float(tc @ ic) / var
     # fio's millisecond log times and the lanes' clock offsets scatter the issue times; where
-    # they leave the slope unresolved to DRIFT_RESOLUTION (few requests over a short span),
-    # no drift is claimed
+    # they leave the slope unresolved (few requests over a short span) no drift is claimed.
+    # Resolved means to DRIFT_RESOLUTION, or to a third of the drift itself: a saturated
+    # window's lanes fall behind unevenly (issue times scattered by tens of ms), yet a
+    # replay at half the trace's rate is plainly behind.
     resid = ic - slope * tc
     stderr = float(np.sqrt(resid @ resid / max(len(tc) - 2, 1) / var))
-    if not slope > 0 or stderr > DRIFT_RESOLUTION:
+    if not slope > 0 or stderr > max(DRIFT_RESOLUTION, abs(slope - 1) / 3):
         return float("nan")
     return 1 / slope - 1
 

@@ -130,6 +130,15 @@ def test_window_drift_is_the_slope_and_who_fell_behind() -> None:
     assert busy["replay_inflight"].iloc[1] == pytest.approx(15 / 1.1, rel=0.05)
     assert busy["replay_limited"].tolist() == [False, False]
     assert busy["measured_saturated"].tolist() == [False, True]
+    # a replay at half the rate with its issue times scattered by +-20 ms (lanes falling
+    # behind unevenly) is still resolved as behind; the same scatter on time is not resolved
+    rng = np.random.default_rng(1)
+    scatter = rng.uniform(-0.02, 0.02, len(t))
+    half = replay_windows(_fake_log(shift + 2 * t + scatter, np.full(len(t), 15e-3)), t, 1.0, 1.0)
+    assert half["window_drift"].iloc[0] == pytest.approx(-0.5, abs=0.02)
+    assert bool(half["measured_saturated"].iloc[0])
+    short = replay_windows(_fake_log(shift + t[:40] + scatter[:40], np.full(40, 15e-3)), t[:40], 1.0, 1.0)
+    assert np.isnan(short["window_drift"].iloc[0]) and short["measured_saturated"].iloc[0] is None
     # one request very late at the end of an on-time window moves a span ratio, not the slope
     issue2 = shift + t.copy()
     issue2[999] += 0.02
