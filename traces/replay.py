@@ -43,15 +43,16 @@ lanes' start times differ by a few milliseconds (each lane's iolog clock starts 
 own process), so a few requests over a short span cannot resolve 2 %.
 
 A window whose backlog grew -- the replay's rate over the window more than
-:data:`SATURATION_DRIFT` under the trace's -- is ``measured_saturated``, whoever fell
-behind.  Who did: a replay behind its schedule has a backlog, and a work-conserving
+:data:`SATURATION_DRIFT` under the trace's -- is ``measured_saturated``, unless the
+replay itself fell behind.  Who did: a replay behind its schedule has a backlog, and a work-conserving
 device with a backlog is never idle, so a window that fell behind (drift under
 -:data:`DRIFT_WARN`, or requests that waited to be issued) with fewer than
 :data:`MIN_BACKLOG_INFLIGHT` I/O in flight on average (``replay_inflight``, the sum of
 fio's I/O times over the window's span) had its backlog wait on fio or the CPU, not on the
 device: it is also ``replay_limited`` (on zram the CPU is the device too, so there it is
-the machine as a whole), and its latency, which includes those waits, is left out of the
-latency errors (counted apart by :func:`traces.validate.compare`).  Not the lanes' busy
+the machine as a whole): its latency, which includes those waits, is left out of the
+latency errors, its saturation is unknown (``measured_saturated`` None), and
+:func:`traces.validate.compare` counts such windows apart.  Not the lanes' busy
 fraction: a CPU-bound device such as zram on two cores never holds more than about two
 of sixteen lanes, even saturated.
 """
@@ -295,7 +296,9 @@ def replay_windows(
         inflight = float(lat_us[sel].sum()) / 1e6 / (dur / speed / (served if np.isfinite(served) else 1.0))
         behind = (np.isfinite(drift) and drift < -DRIFT_WARN) or waited
         limited = bool(behind and inflight < MIN_BACKLOG_INFLIGHT)
-        saturated = bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) else None
+        # a replay-limited window's device sat idle with a backlog: whether it would have kept
+        # the trace's rate is not known, so it is neither saturated nor unsaturated
+        saturated = bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) and not limited else None
         rows.append(
             {
                 "window_start_s": round(k * float(window_s), 9),

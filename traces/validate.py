@@ -13,9 +13,9 @@ What is compared, per window:
 * saturation: the predicted flag against the replay falling behind the trace.
 
 Windows with too few requests (``too_short``) are left out of every error, and so are the
-replay's ``replay_limited`` windows from the latency and rate errors (fio or the CPU, not
-the device's I/O, fell behind the schedule: their latency includes the machine's waits);
-they still count in the saturation comparison, and the summary counts them there.  Relative error
+replay's ``replay_limited`` windows (fio or the CPU, not the device, fell behind the
+schedule: their latency includes the machine's waits and their saturation is unknown);
+the summary counts those under ``saturation``.  Relative error
 is ``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric over
 all compared windows and over the unsaturated ones (the targets are on those).
 """
@@ -83,8 +83,8 @@ def compare(
         counted = ~df["too_short"].to_numpy(bool)
         limited = np.zeros(len(df), dtype=bool)
         if "replay_limited" in df:
-            # fio or the CPU, not the device's I/O, missed the schedule there: the latency
-            # includes the machine's waits, so it is not compared (the backlog still counts)
+            # fio or the CPU, not the device, missed the schedule there: the latency includes
+            # the machine's waits, so it is not compared
             limited = df["replay_limited"].fillna(False).astype(bool).to_numpy() & counted
         keep = counted & ~limited
         unsat = keep & ~df["saturated"].to_numpy(bool)

@@ -118,7 +118,7 @@ def test_validate_route_trace_without_latency(trained: DataDir) -> None:
     assert doc["method"] == "open-loop" and all(w["utilisation"] > 0 for w in doc["windows"])
 
 
-def test_replay_limited_windows_leave_the_latency_errors_but_count_for_saturation() -> None:
+def test_replay_limited_windows_are_counted_apart_from_the_errors() -> None:
     import pandas as pd
 
     from traces.predict import TracePrediction
@@ -128,11 +128,11 @@ def test_replay_limited_windows_leave_the_latency_errors_but_count_for_saturatio
                          "pred_latency_mean_us": 10.0, "pred_latency_p99_us": 20.0})
     meas = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "latency_mean_us": [10.0, 12.5, 1000.0],
                          "latency_p99_us": [20.0, 20.0, 5000.0], "replay_limited": [False, False, True],
-                         "measured_saturated": [False, False, True]})
+                         "measured_saturated": [False, True, None]})
     df, summary = compare(TracePrediction("d", "v1", "open-loop", pred, {}), meas)
     err = summary["errors"]["latency_mean_us"]
     assert err["n"] == 2 and err["mre"] == pytest.approx((0 + 0.2) / 2)
     assert np.isnan(df["latency_mean_us_rel_error"].iloc[2])
     sat = summary["saturation"]
-    assert sat["windows"] == 3 and sat["measured"] == 1 and sat["replay_limited"] == 1
-    assert sat["agree"] == pytest.approx(2 / 3)
+    assert sat["windows"] == 2 and sat["measured"] == 1 and sat["replay_limited"] == 1
+    assert sat["agree"] == pytest.approx(1 / 2)
