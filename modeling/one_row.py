@@ -221,7 +221,10 @@ def stretch_row(row: Sequence[float], lim: RowLimits) -> RowStretch:
     depth = min(depth, max(float(math.floor(lim.max_outstanding / jobs)), 1.0))
     ev[_NJ], ev[_QD] = jobs, depth
     load = row[_QD] * row[_NJ] / (depth * jobs)
-    far = max(max(map(_field_factor, row, lim.lo, lim.hi)), load, size)
+    far = max(load, size)
+    for v, lo, hi in zip(row, lim.lo, lim.hi, strict=True):
+        if v > hi or v < lo:  # inside the range a field's factor is 1
+            far = max(far, _field_factor(v, lo, hi))
     return RowStretch(ev, load, size, math.log(max(far, 1.0)))
 
 
@@ -263,22 +266,24 @@ def ladder_position(logs: Sequence[float], depth: float) -> tuple[int, int, floa
     return low, min(low + 1, n - 1), pos - low
 
 
-def ladder_rows(lim: RowLimits, depth: float) -> int:
-    """How many measured depths, from the smallest, :func:`settle_row` reads at ``depth``.
+def ladder_rows(at: tuple[int, int, float]) -> int:
+    """How many measured depths, from the smallest, :func:`settle_row` reads at position ``at``.
 
     At a measured depth the envelope is read there (the next one weighs nothing).
     """
-    low, high, frac = ladder_position(lim.log_depths, depth)
+    low, high, frac = at
     return (high if frac > 0.0 else low) + 1
 
 
-def settle_row(metric: str, steps: Sequence[float], row: Sequence[float], lim: RowLimits) -> float:
+def settle_row(
+    metric: str, steps: Sequence[float], row: Sequence[float], lim: RowLimits, at: tuple[int, int, float]
+) -> float:
     """Twin of ``physics.settle`` for one load-law metric of one workload.
 
     ``steps`` are the metric at the first :func:`ladder_rows` measured depths (the
-    workload ``row`` evaluated at each).
+    workload ``row`` evaluated at each), ``at`` the row's :func:`ladder_position`.
     """
-    low, high, frac = ladder_position(lim.log_depths, row[_QD])
+    low, high, frac = at
     nj = row[_NJ]
     if metric == "latency_mean_us":
         env = list(itertools.accumulate(steps, max))
@@ -331,6 +336,8 @@ def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
     Latencies are slowed with IOPS under the bandwidth cap, and each percentile is raised
     to the ones before it (and p99 to the mean).
     """
+    if wanted is known or set(wanted) >= set(known):  # every metric: the common request
+        return list(known)
     need = set(wanted)
     for metric in wanted:
         if metric in LATENCY_METRICS:
@@ -462,7 +469,8 @@ def predict_row(
     stretch = stretch_row(row, lim)
     ev = stretch.row
     own = _RowFeatures(ev)
-    depths = lim.depths[: ladder_rows(lim, ev[_QD])] if lim.depths else []
+    at = ladder_position(lim.log_depths, ev[_QD]) if lim.depths else (0, 0, 0.0)
+    depths = lim.depths[: ladder_rows(at)] if lim.depths else []
     st = _RowState(row, own, _LadderFeatures(own, depths) if depths else None, code, model)
     raw = {}
     values = {}
@@ -471,7 +479,7 @@ def predict_row(
         raw[metric] = _metric_row(device, metric, st, on_ladder)
         v = raw[metric][0]
         if on_ladder and st.ladder is not None:
-            values[metric] = settle_row(metric, st.ladder.steps(v), ev, lim)
+            values[metric] = settle_row(metric, st.ladder.steps(v), ev, lim, at)
         else:
             values[metric] = float(v[-1])
     apply_physics_row(values, row, stretch, lim)
