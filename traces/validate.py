@@ -153,7 +153,7 @@ def validate_trace(
 
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
-            fio=fio,
+            fio=fio, catalog=datadir.catalog,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}

@@ -256,19 +256,21 @@ def evaluate(
             *(f"{fs[s][metric]:.2%}" if s in fs else "-" for s in ("basic", "extended")),
         )
     console.print(table)
+    metrics = [m for m in METRICS if m in report["metrics"]]  # the metrics the data has
     if report.get("regions"):
-        rt = cli_table("region", "n", *METRICS, ids=("region",), title="MRE: global / region model / auto")
+        rt = cli_table("region", "n", *metrics, ids=("region",), title="MRE: global / region model / auto")
         for region, e in report["regions"].items():
             cells = [
                 f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
                 f" / {e[m]['auto']:.1%}"
-                for m in METRICS
+                for m in metrics
             ]
             rt.add_row(region, str(e["n"]), *cells)
         console.print(rt)
     noise = report.get("noise_floor")
     if noise:
-        console.print("noise floor (repeat CV): " + ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in METRICS))
+        console.print("noise floor (repeat CV): "
+                      + ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in metrics if m in noise))
     else:
         console.print("noise floor: no repeated workloads in the data")
 

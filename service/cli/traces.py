@@ -207,6 +207,7 @@ def replay_cmd(
         window_s=parse_duration(window),
         lanes=lanes,
         fio=get_settings().fio,
+        catalog=datadir().catalog,
     )
     if json_out:
         print_json(result.to_dict())

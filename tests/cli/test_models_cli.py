@@ -227,3 +227,38 @@ def test_train_with_a_reference(device_with_data, datadir):
     assert r.exit_code == 0 and "reference synth" in r.output, r.output
     r = run("train", "--device", "half", "--reference", "nosuch")
     assert r.exit_code != 0 and "nosuch" in r.output and "Traceback" not in r.output
+
+
+THREE_METRICS = ["latency_mean_us", "iops", "bandwidth_mib_s"]
+
+
+def test_evaluate_the_metrics_the_data_has(tmp_path):
+    # issue 12: a CSV with three of the four metrics trains; evaluate must work on it too
+    csv = tmp_path / "three-metrics.csv"
+    synthetic_rows(repeats=2)[["write_ratio", "queue_depth", "request_size", "randomness", "numjobs",
+                               *THREE_METRICS]].to_csv(csv, index=False)
+    assert run("ingest", "--device", "three", str(csv)).exit_code == 0
+    r = run("evaluate", "--device", "three", "--folds", "2", "--time-budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert set(report["metrics"]) == set(THREE_METRICS)
+    assert all(e["n"] == 256 and e["mre"] < 0.5 for e in report["metrics"].values())
+    assert set(report["noise_floor"]) == {"n_workloads", "n_rows", *THREE_METRICS}
+    assert all(set(by_metric) == set(THREE_METRICS) for by_metric in report["feature_sets"].values())
+    r = run("evaluate", "--device", "three", "--folds", "2", "--time-budget", "1")
+    assert r.exit_code == 0 and "MRE" in r.output and "noise floor (repeat CV): latency_mean_us" in r.output
+    assert "latency_p99_us" not in r.output, r.output
+    # training the same repeated runs gives their noise floor too, over the same metrics
+    r = run("train", "--device", "three", "--folds", "2", "--time-budget", "1")
+    assert r.exit_code == 0, r.output
+    mv = json.loads(run("models", "show", "--device", "three", "--json").stdout)
+    assert set(mv["manifest"]["evaluation"]["noise_floor"]) == {"n_workloads", "n_rows", *THREE_METRICS}
+    # without IOPS: nothing derives from it, the rest is still evaluated
+    synthetic_rows()[["write_ratio", "queue_depth", "request_size", "randomness", "numjobs",
+                      "latency_mean_us", "latency_p99_us"]].to_csv(csv, index=False)
+    assert run("ingest", "--device", "noiops", str(csv)).exit_code == 0
+    r = run("evaluate", "--device", "noiops", "--folds", "2", "--time-budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert set(report["metrics"]) == {"latency_mean_us", "latency_p99_us"}
+    assert set(report["physics"]) == {"modes"}
