@@ -170,7 +170,7 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
             continue
         g = m["global"]
         auto = [r for r, e in m.get("regions", {}).items() if e.get("auto")]
-        # the fold-to-fold spread says how much of a difference between versions is noise
+        # the global model's fold-to-fold spread: how much its CV error varies by chance
         spread = f" ± {g['cv_fold_std']:.2%}" if g.get("cv_fold_std") is not None else ""
         table.add_row(
             metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}{spread}",

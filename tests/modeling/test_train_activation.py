@@ -60,6 +60,7 @@ def test_a_worse_version_stays_inactive_unless_asked(datadir: DataDir, device_wi
     assert datadir.catalog.active_model_version("synth") != first
 
 
+@pytest.mark.slow
 def test_basic_features_train_worse_and_stay_inactive(datadir: DataDir, device_with_data: str) -> None:
     # issue 12: `train --features basic` activated a model at 27.7 % IOPS error over one at 3.8 %.
     # basic features do not see numjobs, on which this device's IOPS depends: a real worse training.
