@@ -8,8 +8,9 @@ drops that lock when the owner dies, however it dies, so the next start of the s
 kind removes exactly the folders whose lock it can take: never a live owner's, whether
 that owner is another process or another thread of this one (a ``flock`` belongs to an
 open file, not to a process), and immune to PID reuse, unlike a PID written in a name.
-A folder without an ``.owner`` file is either being created this instant or was left
-by a version without one; it is removed only once it is older than
+A folder without an ``.owner`` file is either being created this instant or was made by
+an older version without one, whose owner may still be running (a replay may run for an
+hour); its owner cannot be known, so it is removed only once it is older than
 :data:`UNOWNED_GRACE_S`.
 """
 
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 OWNER = ".owner"
-UNOWNED_GRACE_S = 60.0
+UNOWNED_GRACE_S = 86400.0
 
 
 @contextmanager

@@ -91,9 +91,9 @@ def test_only_folders_of_dead_owners_are_removed(tmp_path: Path) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
-    # an unlocked folder without an owner file is young: maybe being created, so kept
+    # a folder without an owner file is young: being created, or an older version's, so kept
     young = tmp_path / "w-young"
     young.mkdir()
     assert remove_stale_workdirs(tmp_path, "w-") == []
-    os.utime(young, (time.time() - 3600, time.time() - 3600))
+    os.utime(young, (time.time() - 2 * 86400, time.time() - 2 * 86400))
     assert remove_stale_workdirs(tmp_path, "w-") == [young]
