@@ -232,6 +232,7 @@ def test_train_with_a_reference(device_with_data, datadir):
 THREE_METRICS = ["latency_mean_us", "iops", "bandwidth_mib_s"]
 
 
+@pytest.mark.slow
 def test_evaluate_the_metrics_the_data_has(tmp_path):
     # issue 12: a CSV with three of the four metrics trains; evaluate must work on it too
     csv = tmp_path / "three-metrics.csv"

@@ -49,6 +49,7 @@ def test_a_replay_file_that_does_not_fit_is_refused_with_the_numbers(
     assert list(small_fs.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_a_replay_uses_the_products_scratch_file_but_refuses_a_users(
         datadir: DataDir, tmp_path: Path, fio_available: str) -> None:
