@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, Depends, File, Form, UploadFile
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
 from service.api.schemas import ErrorResponse
 from traces.openloop import METHODS
 from traces.predict import predict_upload
 from traces.reader import FORMATS
+from traces.upload import TraceUpload
 from traces.validate import validate_upload
 
 router = APIRouter()
@@ -42,6 +43,29 @@ _PREDICT_EXAMPLE = {
 }
 
 
+def trace_upload(
+    settings: SettingsDep,
+    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
+    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
+    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
+    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
+    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+) -> TraceUpload:
+    """The uploaded trace and its form fields (read up to one byte over the limit, to refuse it)."""
+    return TraceUpload(
+        file.file.read(settings.max_upload_bytes + 1),
+        filename=file.filename or "",
+        fmt=format,
+        window_s=window_s,
+        window_requests=window_requests,
+        method=method,
+        max_bytes=settings.max_upload_bytes,
+    )
+
+
+TraceUploadDep = Annotated[TraceUpload, Depends(trace_upload)]
+
+
 @router.post(
     "/v1/devices/{device}/validate",
     tags=["traces"],
@@ -52,30 +76,10 @@ _PREDICT_EXAMPLE = {
     },
 )
 def validate_trace(
-    device: DeviceDep,
-    datadir: DataDirDep,
-    registry: RegistryDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
-    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
-    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
-    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
-    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+    device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
 ) -> dict[str, Any]:
     """Characterise an uploaded trace per window, predict each window and compare with measured values."""
-    data = file.file.read(settings.max_upload_bytes + 1)
-    return validate_upload(
-        datadir,
-        device,
-        data,
-        filename=file.filename or "",
-        fmt=format,
-        window_s=window_s,
-        window_requests=window_requests,
-        max_bytes=settings.max_upload_bytes,
-        registry=registry,
-        method=method,
-    )
+    return validate_upload(datadir, device, upload, registry)
 
 
 @router.post(
@@ -84,27 +88,7 @@ def validate_trace(
     responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}}},
 )
 def predict_trace(
-    device: DeviceDep,
-    datadir: DataDirDep,
-    registry: RegistryDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
-    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
-    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
-    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
-    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+    device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
 ) -> dict[str, Any]:
     """What an uploaded trace's load does on the device, per window: offered load, latency, saturation."""
-    data = file.file.read(settings.max_upload_bytes + 1)
-    return predict_upload(
-        datadir,
-        device,
-        data,
-        filename=file.filename or "",
-        fmt=format,
-        window_s=window_s,
-        window_requests=window_requests,
-        method=method,
-        max_bytes=settings.max_upload_bytes,
-        registry=registry,
-    )
+    return predict_upload(datadir, device, upload, registry)
