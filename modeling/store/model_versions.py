@@ -149,21 +149,21 @@ class ModelVersionTable:
 
     def get_model_version(self, device: str, version: str) -> ModelVersion:
         """One model version of a device; raises ``NotFound``."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
-            ).fetchone()
-        if row is None:
+        mv = self._one_model(device, "version = ?", (version,))
+        if mv is None:
             raise NotFound(f"device {device!r} has no model version {version!r}")
-        return model_from_row(row, dev.name)
+        return mv
 
     def active_model_version(self, device: str) -> ModelVersion | None:
         """The device's active model version, or ``None`` if it has none."""
+        return self._one_model(device, "active = 1", ())
+
+    def _one_model(self, device: str, where: str, args: tuple[Any, ...]) -> ModelVersion | None:
+        """The device's model version matching ``where`` (a constant SQL condition), or None."""
         dev = self.get_device(device)
         with self.connect() as conn:
             row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND active = 1", (dev.id,)
+                f"SELECT * FROM models WHERE device_id = ? AND {where}", (dev.id, *args)
             ).fetchone()
         return None if row is None else model_from_row(row, dev.name)
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Form, UploadFile
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
-from service.api.schemas import ErrorResponse
+from service.api.schemas import TOKEN_ERRORS, error_responses
 from traces.openloop import METHODS
 from traces.predict import predict_upload
 from traces.reader import FORMATS
@@ -70,10 +70,7 @@ TraceUploadDep = Annotated[TraceUpload, Depends(trace_upload)]
     "/v1/devices/{device}/validate",
     tags=["traces"],
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-    },
+    responses=error_responses(TOKEN_ERRORS),
 )
 def validate_trace(
     device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
