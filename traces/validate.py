@@ -12,14 +12,17 @@ What is compared, per window:
   own replay span; never the model's capacity against the offered load;
 * saturation: the predicted flag against the replay falling behind the trace.
 
-Windows with too few requests (``too_short``) are left out of every error.  Relative error
+Windows with too few requests (``too_short``) are left out of every error, and so are the
+replay's ``replay_limited`` windows (fio or the CPU, not the device, fell behind the
+schedule: their latency includes the machine's waits and their saturation is unknown);
+the summary counts those under ``saturation``.  Relative error
 is ``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric over
 all compared windows and over the unsaturated ones (the targets are on those).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,38 +32,23 @@ import pandas as pd
 from modeling.errors import InvalidInput
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from traces.upload import scrub_path, uploaded_trace
+from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization
-from traces.predict import TracePrediction, json_records, predict_trace
+from traces.predict import TracePrediction, predict_trace
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 
 
 @dataclass
-class ValidationReport:
+class ValidationReport(TracePrediction):
     """Per-window predictions, measurements and errors, plus a summary."""
 
-    device: str
-    model_version: str
-    method: str
-    windows: pd.DataFrame
-    summary: dict[str, Any]
     replay: dict[str, Any] | None = None
     plot: str | None = None
-    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
-        return {
-            "device": self.device,
-            "model_version": self.model_version,
-            "method": self.method,
-            "summary": self.summary,
-            "replay": self.replay,
-            "plot": self.plot,
-            "warnings": self.warnings,
-            "windows": json_records(self.windows),
-        }
+        return self._json({"replay": self.replay, "plot": self.plot})
 
 
 def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -77,7 +65,13 @@ def compare(
     saturation: dict[str, Any] | None = None
     if measured is not None:
         df = df.merge(measured, on="window_start_s", how="left")
-        keep = ~df["too_short"].to_numpy(bool)
+        counted = ~df["too_short"].to_numpy(bool)
+        limited = np.zeros(len(df), dtype=bool)
+        if "replay_limited" in df:
+            # fio or the CPU, not the device, missed the schedule there: the latency includes
+            # the machine's waits, so it is not compared
+            limited = df["replay_limited"].fillna(False).astype(bool).to_numpy() & counted
+        keep = counted & ~limited
         unsat = keep & ~df["saturated"].to_numpy(bool)
         if "measured_saturated" in df:
             ms = df["measured_saturated"]
@@ -93,7 +87,7 @@ def compare(
             df[f"{m}_rel_error"] = err
             errors[m] = {**_mre(err, keep), "unsaturated": _mre(err, unsat)}
         if "measured_saturated" in df:
-            known = df["measured_saturated"].notna().to_numpy() & keep
+            known = df["measured_saturated"].notna().to_numpy() & counted
             meas_sat = df["measured_saturated"][known].astype(bool).to_numpy()
             agree = df["saturated"].to_numpy(bool)[known] == meas_sat
             saturation = {
@@ -102,6 +96,8 @@ def compare(
                 "predicted": int(df["saturated"][known].sum()),
                 "measured": int(df["measured_saturated"][known].astype(bool).sum()),
             }
+        if "replay_limited" in df:
+            saturation = {**(saturation or {}), "replay_limited": int(limited.sum())}
     summary = {
         **prediction.summary,
         "method": prediction.method,
@@ -153,7 +149,7 @@ def validate_trace(
 
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
-            fio=fio,
+            fio=fio, catalog=datadir.catalog,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}
@@ -170,37 +166,19 @@ def validate_trace(
         title = f"{device} on {Path(path).name} ({method})"
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
     return ValidationReport(
-        device, prediction.model_version, method, df, summary, replay_info, plot, warnings
+        device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot
     )
 
 
 def validate_upload(
-    datadir: DataDir,
-    device: str,
-    data: bytes,
-    *,
-    filename: str = "",
-    fmt: str = "auto",
-    window_s: float | None = 1.0,
-    window_requests: int | None = None,
-    max_bytes: int | None = None,
-    registry: ModelRegistry | None = None,
-    method: str = "open-loop",
+    datadir: DataDir, device: str, upload: TraceUpload, registry: ModelRegistry | None = None
 ) -> dict[str, Any]:
-    """Validate an uploaded trace (bytes) on ``device``: vectors, predictions and errors."""
-    public = filename or "upload"
-    with uploaded_trace(datadir, device, data, max_bytes, public) as path:
-        report = validate_trace(
-            datadir,
-            device,
-            path,
-            fmt=fmt,
-            window_s=window_s,
-            window_requests=window_requests,
-            registry=registry,
-            method=method,
-        )
-        out = scrub_path(report.to_dict(), path, public)
-    out["filename"] = filename
-    out["summary"]["trace"]["paths"] = [filename]
-    return out
+    """Validate an uploaded trace on ``device``: vectors, predictions and errors."""
+
+    def answer(path: Path) -> dict[str, Any]:
+        return validate_trace(
+            datadir, device, path, fmt=upload.fmt, window_s=upload.window_s,
+            window_requests=upload.window_requests, registry=registry, method=upload.method,
+        ).to_dict()
+
+    return answer_upload(datadir, device, upload, answer)
