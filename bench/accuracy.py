@@ -5,6 +5,10 @@ Usage::
     .venv/bin/python bench/accuracy.py                       # every fio-plot device
     .venv/bin/python bench/accuracy.py --device NAME --home PATH   # an already swept device
     .venv/bin/python bench/accuracy.py --sampling-only --budget 30
+    .venv/bin/python bench/accuracy.py --study extrapolation --budget 3   # issue 13's three studies:
+    .venv/bin/python bench/accuracy.py --study extrapolation --device D --home H   # + sizes
+    .venv/bin/python bench/accuracy.py --study tail
+    .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
 temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.training.evaluate`
@@ -31,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.physics_study import (  # noqa: E402
     load_study,
+    oracle_load_study,
     print_extrapolation,
     print_tail,
     size_study,
@@ -328,6 +333,13 @@ def run_study(study: str, frames: dict[str, pd.DataFrame], budget: float, folds:
         print(f"extrapolation study: {name} ...", file=sys.stderr, flush=True)
         loads[name] = load_study(frame, budget)
     print_extrapolation(loads, "Extrapolation in load: trained at queue depth x numjobs <= 32, scored above")
+    print("\nThe load rule fed measured IOPS (no model): IOPS MRE above 32 in flight")
+    print("| device | points | flat plateau (served) | hyperbolic 1/X = a + b/L |")
+    print("|---|---|---|---|")
+    for name, frame in frames.items():
+        oracle = oracle_load_study(frame)
+        if oracle is not None:
+            print(f"| {name} | {oracle['points']:.0f} | {oracle['flat']:.1%} | {oracle['hyperbolic']:.1%} |")
     if sizes:
         print_extrapolation(
             {name: size_study(frame, budget) for name, frame in frames.items()},
