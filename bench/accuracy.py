@@ -5,6 +5,10 @@ Usage::
     .venv/bin/python bench/accuracy.py                       # every fio-plot device
     .venv/bin/python bench/accuracy.py --device NAME --home PATH   # an already swept device
     .venv/bin/python bench/accuracy.py --sampling-only --budget 30
+    .venv/bin/python bench/accuracy.py --study extrapolation --budget 3   # issue 13's three studies:
+    .venv/bin/python bench/accuracy.py --study extrapolation --device D --home H   # + sizes
+    .venv/bin/python bench/accuracy.py --study tail
+    .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
 temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.training.evaluate`
@@ -31,13 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.physics_study import (  # noqa: E402
     load_study,
+    oracle_load_study,
     print_extrapolation,
     print_tail,
     size_study,
     tail_study,
 )
 from modeling.training.adaptive import propose_points  # noqa: E402
-from modeling.training.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
+from modeling.training.evaluate import evaluate_frame  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.training.fit import fit_device_model  # noqa: E402
 from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
@@ -215,7 +220,7 @@ def later_sweep_study(
     Two numbers per metric: the *drift floor*, the MRE of the later runs against the first
     sweep's median of each workload (what a perfect model of the first sweep would score;
     it holds the device's slow drift, which back-to-back repeats cannot see), and the MRE
-    of the model trained on the whole first sweep (``evaluate_holdout``).
+    of the model trained on the whole first sweep (``evaluate_frame`` with ``holdout``).
     """
     first = distinct_workloads(frame)
     # one group id per workload over both sweeps; the first sweep holds each group once
@@ -224,7 +229,9 @@ def later_sweep_study(
     later_groups = groups[len(first) :]
     common = np.isin(later_groups, groups[: len(first)])
     index = np.array([position[g] for g in later_groups[common].tolist()], dtype=int)
-    report = evaluate_holdout(frame, later, device=name, time_budget_s=budget, compare_feature_sets=False)
+    report = evaluate_frame(
+        frame, holdout=later, device=name, time_budget_s=budget, compare_feature_sets=False
+    )
     print(f"\n{name} -> {later_name}: the first sweep's medians and model on a later sweep")
     print(f"({int(common.sum())} of {len(later)} later runs repeat a workload of the first sweep)")
     print("| metric | drift floor (later runs vs first medians) | model MRE on the later sweep |")
@@ -326,6 +333,13 @@ def run_study(study: str, frames: dict[str, pd.DataFrame], budget: float, folds:
         print(f"extrapolation study: {name} ...", file=sys.stderr, flush=True)
         loads[name] = load_study(frame, budget)
     print_extrapolation(loads, "Extrapolation in load: trained at queue depth x numjobs <= 32, scored above")
+    print("\nThe load rule fed measured IOPS (no model): IOPS MRE above 32 in flight")
+    print("| device | points | flat plateau (served) | hyperbolic 1/X = a + b/L |")
+    print("|---|---|---|---|")
+    for name, frame in frames.items():
+        oracle = oracle_load_study(frame)
+        if oracle is not None:
+            print(f"| {name} | {oracle['points']:.0f} | {oracle['flat']:.1%} | {oracle['hyperbolic']:.1%} |")
     if sizes:
         print_extrapolation(
             {name: size_study(frame, budget) for name, frame in frames.items()},

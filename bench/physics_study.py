@@ -19,6 +19,7 @@ from modeling.features import compute_features
 from modeling.training.fit import fit_device_model, median_by_workload
 from modeling.training.physics_check import dense_grid, law_violations
 from modeling.training.selection import _c, cv_folds, relative_errors
+from modeling.serving.physics import PhysicsLimits, stretch
 from modeling.workload import KIB, METRICS, MIB, PERCENTILE_METRICS, WORKLOAD_FIELDS
 from modeling.workload_matrix import FIELD_INDEX as F
 from modeling.workload_matrix import outstanding_io, workload_matrix
@@ -60,6 +61,50 @@ def size_study(frame: pd.DataFrame, budget: float) -> dict[str, object] | None:
     if train.all() or train.sum() < 8:
         return None
     return _split_study(frame, train, budget)
+
+
+def oracle_load_study(frame: pd.DataFrame, max_outstanding: int = 32) -> dict[str, float] | None:
+    """The load rule fed measured IOPS instead of a model: what the law alone costs.
+
+    Each point above ``max_outstanding`` is answered from the measured IOPS at the load
+    the serving path evaluates instead (:func:`modeling.serving.physics.stretch` of the
+    limits of the points at or below it) by two rules: ``flat``, the plateau the serving
+    path holds, and ``hyperbolic``, ``1/X = a + b/L`` through that point and the one a
+    measured depth below (X = Xmax L / (L + K); flat where it does not saturate).
+    IOPS MRE of each; None when the points needed are missing.
+    """
+    w, ys, _ = median_by_workload(workload_matrix(frame), {"iops": frame["iops"].to_numpy(float)})
+    oio = outstanding_io(w)
+    train = oio <= max_outstanding
+    if train.all() or train.sum() < 8:
+        return None
+    limits = PhysicsLimits.measured(w[train], None)
+    measured = {tuple(r): x for r, x in zip(w[train].tolist(), ys["iops"][train].tolist(), strict=True)}
+    depths = sorted(limits.depths)
+    qd = WORKLOAD_FIELDS.index("queue_depth")
+    errs: dict[str, list[float]] = {"flat": [], "hyperbolic": []}
+    for row, x in zip(w[~train], ys["iops"][~train], strict=True):
+        ev = stretch(row[None, :], limits).w_eval[0]
+        x2 = measured.get(tuple(ev.tolist()))
+        if x2 is None:
+            continue
+        at = outstanding_io(row[None, :])[0]
+        l2 = outstanding_io(ev[None, :])[0]
+        errs["flat"].append(abs(x2 - x) / x)
+        below = [d for d in depths if d < ev[qd]]
+        lower = ev.copy()
+        lower[qd] = below[-1] if below else ev[qd]
+        x1 = measured.get(tuple(lower.tolist()))
+        guess = x2
+        if below and x1 is not None:
+            l1 = outstanding_io(lower[None, :])[0]
+            b = (1 / x1 - 1 / x2) / (1 / l1 - 1 / l2)
+            a = 1 / x2 - b / l2
+            guess = 1 / (a + b / at) if a > 0 and b > 0 else x2
+        errs["hyperbolic"].append(abs(guess - x) / x)
+    if not errs["flat"]:
+        return None
+    return {rule: float(np.mean(e)) for rule, e in errs.items()} | {"points": float(len(errs["flat"]))}
 
 
 def print_extrapolation(rows: dict[str, dict[str, object] | None], title: str) -> None:

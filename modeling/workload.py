@@ -52,6 +52,17 @@ PERCENTILE_METRICS: Final[tuple[str, ...]] = ("latency_p50_us", "latency_p90_us"
 SERVED_METRICS: Final[tuple[str, ...]] = METRICS + PERCENTILE_METRICS
 """Every metric a model may predict, in canonical order."""
 
+PERCENTILE_ORDER: Final[tuple[str, ...]] = (
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "latency_p99_9_us",
+)
+"""The served latency percentiles, in the order their values must follow."""
+
+LATENCY_METRICS: Final[tuple[str, ...]] = ("latency_mean_us", *PERCENTILE_ORDER)
+"""Every latency metric: Little's law scales them together."""
+
 METRIC_UNITS: Final[Mapping[str, str]] = {
     "latency_mean_us": "us",
     "latency_p50_us": "us",

@@ -22,6 +22,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
+from modeling.one_row import RowLimits, extrapolation_row
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
@@ -85,6 +86,7 @@ class DeviceModel:
         self.specs = specs
         self.metrics = tuple(m for m in SERVED_METRICS if m in specs)
         self.limits = limits  # None for models saved before the physics limits were recorded
+        self._row_limits: tuple[PhysicsLimits | None, RowLimits | None] = (None, None)
         self.data_regions = data_regions
         self.manifest = manifest or {}
         self._data_region_mask = np.array([r in data_regions for r in REGION_NAMES])
@@ -102,7 +104,7 @@ class DeviceModel:
     ) -> Prediction:
         """Predict the metrics of one workload."""
         row = [float(getattr(workload, f)) for f in WORKLOAD_FIELDS]
-        far = self.extrapolation(np.array([row]))[0]
+        far = extrapolation_row(row, self.row_limits)
         preds = {
             metric: MetricPrediction(
                 value=value,
@@ -115,6 +117,15 @@ class DeviceModel:
             for metric, (value, lower, upper, extrap, scope) in self.predict_row(row, metrics, model).items()
         }
         return Prediction(self.device, self.version, preds, far)
+
+    @property
+    def row_limits(self) -> RowLimits | None:
+        """:attr:`limits` in plain floats, for the one-row path (rebuilt when they change)."""
+        src, row = self._row_limits
+        if src is not self.limits:
+            row = None if self.limits is None else self.limits.row_limits()
+            self._row_limits = (self.limits, row)
+        return row
 
     def extrapolation(self, w: np.ndarray) -> list[dict[str, float]]:
         """Per workload, ``{field: factor}`` for each field outside the measured range.
@@ -242,20 +253,10 @@ class DeviceModel:
     ) -> dict[str, tuple[float, float, float, bool, str]]:
         """:meth:`predict_matrix` of one workload (a list of the 9 fields), in plain floats.
 
-        The same computation as a batch of one: the load laws evaluate every workload
-        along its ladder of measured queue depths (:func:`~modeling.serving.physics.ladder`),
-        so even one workload is a small matrix for the models.  Only a model without
-        physics limits takes the plain-float path of :mod:`modeling.one_row`.
+        The one-row twin (:func:`modeling.one_row.predict_row`): the same numbers without
+        the matrix path's arrays, which cost more than the models for a single workload.
         """
-        if self.limits is None:
-            # a model saved before the physics limits were recorded: no laws to apply,
-            # so the one-row fast path answers as the matrix path does
-            return fast_row(self, row, metrics, model)
-        out = self.predict_matrix(np.array([row], dtype=np.float64), metrics, model)
-        return {
-            m: (float(v[0]), float(lo[0]), float(hi[0]), bool(x[0]), str(s[0]))
-            for m, (v, lo, hi, x, s) in out.items()
-        }
+        return fast_row(self, row, metrics, model)
 
     def _no_data_of(self, code: int) -> bool:
         """Whether region ``code`` had no measurements at all (its answers are extrapolated)."""

@@ -29,8 +29,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from modeling.workload import MIB, WORKLOAD_FIELDS
+from modeling.one_row import RowLimits
+from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS
 from modeling.workload_matrix import FIELD_INDEX as _F
+from modeling.workload_matrix import FRACTION_COLUMNS
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
 BANDWIDTH_TOLERANCE = 1.10
@@ -39,10 +41,6 @@ INTERVAL_GROWTH = 0.5
 """Extra log half-width of an interval per e-fold of distance outside the measured range."""
 MIXES = ("read", "write", "mixed")
 """The bandwidth-cap groups: reads only, writes only, any mix of both."""
-PERCENTILE_ORDER = ("latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us")
-"""The served percentiles, in the order their values must follow."""
-LATENCY_METRICS = ("latency_mean_us", *PERCENTILE_ORDER)
-"""Latencies: scaled together by Little's law."""
 _SIZE_COLUMNS = [_F["request_size"], _F["read_size"], _F["write_size"]]
 _LOAD_COLUMNS = [_F["queue_depth"], _F["numjobs"]]
 
@@ -71,6 +69,27 @@ class PhysicsLimits:
         )
         depths = tuple(np.unique(w[:, _F["queue_depth"]]).tolist())
         return cls(w.min(axis=0), w.max(axis=0), float(outstanding_io(w).max()), peaks, depths)
+
+    def caps(self) -> tuple[float, ...]:
+        """Per mix (:data:`MIXES`), the largest bandwidth an answer may have (MiB/s).
+
+        A mix never measured takes the largest of any mix; with no bandwidth measured, none.
+        """
+        top = max(self.bandwidth_max.values(), default=np.inf)
+        return tuple(float(self.bandwidth_max.get(m, top)) * BANDWIDTH_TOLERANCE for m in MIXES)
+
+    def row_limits(self) -> RowLimits:
+        """These limits in plain floats, for the one-row twins (:mod:`modeling.one_row`)."""
+        depths = self.depths if len(self.depths) >= 2 else ()  # as in ladder
+        return RowLimits(
+            lo=self.lo.tolist(),
+            hi=self.hi.tolist(),
+            max_outstanding=self.max_outstanding,
+            caps=self.caps(),
+            depths=list(depths),
+            log_depths=np.log2(depths).tolist(),
+            interval_growth=INTERVAL_GROWTH,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (see :meth:`from_json`)."""
@@ -231,8 +250,7 @@ def extrapolation(w: np.ndarray, limits: PhysicsLimits | None) -> list[dict[str,
     if limits is None:
         return [{} for _ in range(len(w))]
     factors = _field_factors(w, limits)
-    ratio_cols = [i for i, f in enumerate(WORKLOAD_FIELDS) if "ratio" in f or "randomness" in f]
-    for i in ratio_cols:
+    for i in FRACTION_COLUMNS:
         gap = np.maximum(w[:, i] - limits.hi[i], limits.lo[i] - w[:, i])
         factors[:, i] = np.where(gap > 1e-9, 1.0 + gap, 1.0)
     load = outstanding_io(w) / limits.max_outstanding
@@ -262,9 +280,7 @@ def apply_physics(
         if metric in values:
             values[metric] = values[metric] * (st.load * st.size)
     bw_implied = values["iops"] * mean_request_size(w) / MIB if "iops" in values else None
-    peak = np.array([limits.bandwidth_max.get(m, np.nan) for m in MIXES])[mix_codes(w)]
-    peak = np.where(np.isnan(peak), max(limits.bandwidth_max.values(), default=np.inf), peak)
-    cap = peak * BANDWIDTH_TOLERANCE
+    cap = np.array(limits.caps())[mix_codes(w)]
     if "bandwidth_mib_s" in values:
         values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)
     if bw_implied is not None:

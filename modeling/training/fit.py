@@ -259,6 +259,12 @@ def fit_device_model(
         bandwidth = None
     limits = PhysicsLimits.measured(w, bandwidth)
     model = DeviceModel(device, version, fit.specs, data_regions, limits=limits)
+    served = _served_oof(fit)
+    evaluation = oof_evaluation(served, ys, folds=len(fit.splits), runs=runs)
+    for metric, e in evaluation["metrics"].items():
+        # the spread of the very errors ``mre`` averages (the served model's, not the global
+        # model's): what the activation gate weighs a difference of ``mre`` against
+        e["fold_std"] = fold_spread(served[metric], ys[metric], fit.splits)
     summary = {
         "metrics": fit.report,
         "missing_metrics": [m for m in METRICS if m not in ys],
@@ -268,7 +274,7 @@ def fit_device_model(
         "interval_level": INTERVAL_LEVEL,
         "feature_sets": sorted({c.feature_set for c in fit.cands}),
         "data_regions": sorted(data_regions),
-        "evaluation": oof_evaluation(_served_oof(fit), ys, folds=len(fit.splits), runs=runs),
+        "evaluation": evaluation,
         "percentile_ladder": _ladder_cv(fit),
         "train_seconds": round(time.monotonic() - start, 3),
     }
