@@ -349,7 +349,8 @@ def _plan(
     }
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
     calls = (len([m for m in ys if m in METRICS]) - len(by_law)) * (1 + len(region_masks)) + int(physics)
-    calls += 2 * sum(m in ys for m in PERCENTILE_METRICS)  # ratio and direct per rung
+    # per rung: the ratio, and its own model with the region models
+    calls += (2 + len(region_masks)) * sum(m in ys for m in PERCENTILE_METRICS)
     return _Fit(
         w=w,
         ys=ys,
@@ -498,20 +499,19 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
         fit.tune,
     )
     fit.step(f"{metric}: ratio to the mean latency, CV MRE {entry['cv_mre']:.2%}")
-    mode = "ratio"
-    cands = for_metric(fit.cands, metric)
-    sel = select(fit.w, fit.ys[metric], fit.splits, cands, fit.per_call, tune=fit.tune)
+    # its own model has region models too, so that a region asked for by name answers
+    direct_spec, direct_entry = _fit_direct(fit, metric)
+    sel = fit.selections[metric]
     physics = {"ratio_cv_mre": entry["cv_mre"], "direct_cv_mre": sel.mre}
     if sel.mre < entry["cv_mre"]:
-        mode, oof = "direct", sel.oof
-        scope = _scope("global", sel, fit.w, fit.ys[metric], fit.runs.q(sel.oof, metric))
-        spec = MetricSpec(metric, "direct", {"global": scope})
-        entry = {**_describe(sel), "scores": sel.scores}
-    entry["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
+        spec, oof, report = direct_spec, sel.oof, direct_entry
+        report["global"]["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
+    else:
+        entry["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
+        report = {"mode": "ratio", "global": entry, "regions": {}}
     fit.specs[metric] = spec
     fit.final_oof[metric] = oof
-    fit.report[metric] = {"mode": mode, "global": entry, "regions": {}, "physics": physics}
-    fit.step(f"{metric}: own model CV MRE {sel.mre:.2%}; {mode} kept")
+    fit.report[metric] = {**report, "physics": physics}
 
 
 def _ratio_spec(
