@@ -95,6 +95,7 @@ def _fold_predictions(
 def evaluate_frame(
     frame: pd.DataFrame,
     *,
+    holdout: pd.DataFrame | None = None,
     device: str = "device",
     folds: int = 5,
     time_budget_s: float | None = 60.0,
@@ -107,18 +108,24 @@ def evaluate_frame(
 
     ``time_budget_s`` is the tuning budget of each training, as in ``train``; the
     evaluation trains once per outer fold (and once per feature set more when comparing
-    the feature sets).  Repeats of a workload stay in one fold.
+    the feature sets).  Repeats of a workload stay in one fold.  With ``holdout``, train
+    on ``frame`` as ``train`` would and report errors on the measured rows of ``holdout``.
     """
-    w, ys, clean = training_rows(frame)
-    splits = cv_folds(workload_groups(w), folds)
+    if holdout is None:
+        w, ys, clean = training_rows(frame)
+        splits = cv_folds(workload_groups(w), folds)
+        method, inner = f"{len(splits)}-fold nested CV", max(2, min(folds, 3))
+    else:
+        clean, w, ys, splits = _holdout_split(frame, holdout)
+        method, inner = "holdout", folds
     return _evaluate(
         clean,
         w,
         ys,
         splits,
-        method=f"{len(splits)}-fold nested CV",
+        method=method,
         device=device,
-        inner=max(2, min(folds, 3)),
+        inner=inner,
         budget=time_budget_s,
         candidates=candidates,
         feature_sets=feature_sets,
@@ -127,19 +134,10 @@ def evaluate_frame(
     )
 
 
-def evaluate_holdout(
-    train: pd.DataFrame,
-    holdout: pd.DataFrame,
-    *,
-    device: str = "device",
-    folds: int = 5,
-    time_budget_s: float | None = 60.0,
-    candidates: list[Candidate] | None = None,
-    feature_sets: tuple[str, ...] = ("extended",),
-    compare_feature_sets: bool = True,
-    progress: Callable[[str, float], None] | None = None,
-) -> EvaluationReport:
-    """Train on ``train`` as ``train`` would, report errors on the measured rows of ``holdout``."""
+def _holdout_split(
+    train: pd.DataFrame, holdout: pd.DataFrame
+) -> tuple[pd.DataFrame, np.ndarray, dict[str, np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """The training rows of ``train`` then ``holdout``, and the one split: fit the first, test the second."""
     both = pd.concat([train.assign(_holdout=False), holdout.assign(_holdout=True)], ignore_index=True)
     w, ys, clean = training_rows(both)
     held = clean["_holdout"].to_numpy(dtype=bool)
@@ -147,20 +145,7 @@ def evaluate_holdout(
         raise NoData("the hold-out file has no rows with every metric measured")
     if held.all():
         raise NoData("the device has no usable measurements to train on")
-    return _evaluate(
-        clean.drop(columns="_holdout"),
-        w,
-        ys,
-        [(np.flatnonzero(~held), np.flatnonzero(held))],
-        method="holdout",
-        device=device,
-        inner=folds,
-        budget=time_budget_s,
-        candidates=candidates,
-        feature_sets=feature_sets,
-        compare_feature_sets=compare_feature_sets,
-        progress=progress,
-    )
+    return clean.drop(columns="_holdout"), w, ys, [(np.flatnonzero(~held), np.flatnonzero(held))]
 
 
 @dataclass
@@ -371,11 +356,8 @@ def evaluate_device(
     """
     datadir.catalog.get_device(device)
     frame = datadir.catalog.measurements(device)
-    if holdout is None:
-        return evaluate_frame(
-            frame, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
-        )
-    return evaluate_holdout(
-        frame, holdout, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
+    return evaluate_frame(
+        frame, holdout=holdout, device=device, folds=folds, time_budget_s=time_budget_s,
+        progress=progress, **kw,
     )
 

@@ -87,16 +87,12 @@ def train(
     from modeling.training.train import train_device
 
     fit_kw = fit_options(features, candidates)
-    patterns = fleet_request(device, devices, all_devices)
-    if patterns is not None:
+    fleet = fleet_request(device, devices, all_devices, scheduler, workers, json_output)
+    if fleet is not None:
         train_many(
-            patterns,
-            all_devices=all_devices,
-            scheduler=scheduler,
-            workers=workers,
+            fleet,
             activate=activate is not False,
             force_activate=activate is True,
-            json_output=json_output,
             folds=folds,
             time_budget_s=time_budget,
             **fit_kw,
@@ -199,20 +195,11 @@ def evaluate(
     from modeling.training.evaluate import evaluate_device
 
     fit_kw = fit_options(features, candidates)
-    patterns = fleet_request(device, devices, all_devices)
-    if patterns is not None:
+    fleet = fleet_request(device, devices, all_devices, scheduler, workers, json_output)
+    if fleet is not None:
         if holdout is not None:
             raise InvalidInput("--holdout is for one --device; many devices are cross-validated")
-        evaluate_many(
-            patterns,
-            all_devices=all_devices,
-            scheduler=scheduler,
-            workers=workers,
-            json_output=json_output,
-            folds=folds,
-            time_budget_s=time_budget,
-            **fit_kw,
-        )
+        evaluate_many(fleet, folds=folds, time_budget_s=time_budget, **fit_kw)
         return
     assert device is not None
     held = _read_holdout(Path(holdout)) if holdout is not None else None

@@ -24,6 +24,10 @@ def quick_candidates(monkeypatch):
         monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
 
 
+# one workload, as the predict command's options
+WORKLOAD = ("--write-ratio", "0.3", "--queue-depth", "8", "--request-size", "16k", "--randomness", "1")
+
+
 def run(*args: str):
     return runner.invoke(app, list(args))
 
@@ -44,39 +48,12 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
     r = run("evaluate", "--device", "synth", "--folds", "2", "--time-budget", "1")
     assert r.exit_code == 0 and "MRE" in r.output
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-        "--json",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD, "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["predictions"]["iops"]["value"] > 0 and out["predictions"]["iops"]["lower"] is not None
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-        "--model",
-        "global",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD, "--model", "global")
     assert r.exit_code == 0 and "iops" in r.output
 
     src = tmp_path / "in.csv"
@@ -101,34 +78,10 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
 
 
 def test_errors_are_one_line(device_with_data):
-    r = run(
-        "predict",
-        "--device",
-        "ghost",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-    )
+    r = run("predict", "--device", "ghost", *WORKLOAD)
     assert r.exit_code == 2 and "unknown device" in r.output
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD)
     assert r.exit_code == 2 and "ssdpredict train" in r.output
 
     r = run("models", "show", "--device", "synth")
@@ -150,7 +103,7 @@ def test_errors_are_one_line(device_with_data):
     ],
 )
 def test_invalid_workload_names_the_field(device_with_data, args, field):
-    base = {"--write-ratio": "0.3", "--queue-depth": "8", "--request-size": "16k", "--randomness": "1"}
+    base = dict(zip(WORKLOAD[::2], WORKLOAD[1::2], strict=True))
     base[args[0]] = args[1]
     flat = [x for kv in base.items() for x in kv]
     r = run("predict", "--device", "synth", *flat)

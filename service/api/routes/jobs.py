@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path
 
 from service.api.deps import DeviceDep, JobsDep, TokenDep
-from service.api.schemas import ErrorResponse, JobPublic, RetrainRequest
+from service.api.schemas import TOKEN_ERRORS, ErrorResponse, JobPublic, RetrainRequest, error_responses
 
 router = APIRouter(tags=["jobs"])
 
@@ -18,12 +18,13 @@ router = APIRouter(tags=["jobs"])
     response_model=JobPublic,
     status_code=202,
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        404: {"model": ErrorResponse, "description": "unknown device"},
-        409: {"model": ErrorResponse, "description": "a retrain (or other writer) of this device is running"},
-    },
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            404: "unknown device",
+            409: "a retrain (or other writer) of this device is running",
+        }
+    ),
 )
 def retrain(
     device: DeviceDep,
