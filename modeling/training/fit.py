@@ -61,11 +61,11 @@ UNBIASED = ("iops", "latency_mean_us", "bandwidth_mib_s")
 
 Chosen by cross-validation of the whole training (outer 5 folds, inner 3, the bench's 10 s
 budget) on the bench's 30-point zram sweep: with the MRE multiplier (0.61 on IOPS, the
-grid's edge) the held-out IOPS error was lower overall (0.50 against 0.57: shrinking pays
-where errors are wide, 1 MiB and 4-16 jobs) but 0.41 against 0.22 at 1-2 jobs and sizes up
-to 16 KiB, and ``1 / IOPS`` -- the QD1 latency of the open loop -- was off by 0.80 against
-0.23 there (1.11 against 0.55 overall).  The served model's error on its own sweep went
-from 39 % to 3 % (IOPS).  The tail keeps the MRE multiplier."""
+grid's edge) the held-out IOPS error was a little lower overall (0.50 against 0.52: shrinking
+pays where errors are wide, 1 MiB and 4-16 jobs) but 0.41 against 0.16 at 1-2 jobs and
+sizes up to 16 KiB, and ``1 / IOPS`` -- the QD1 latency of the open loop -- was off by 0.80
+against 0.21 there (1.11 against 0.53 overall); mean latency 0.15 against 0.13 there.  The
+served model's IOPS error on its own sweep went from 39 % to 0.4 %.  The tail keeps the MRE multiplier."""
 _LAW_NAMES = {"bandwidth_mib_s": "IOPS x mean request size", "latency_mean_us": "Little's law"}
 
 Progress = Callable[[str, float], None]
