@@ -13,12 +13,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable
+import resource
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from modeling.errors import DeviceBusy
+from modeling.errors import DeviceBusy, InvalidInput
 from modeling.store.records import utcnow
 
 OPERATIONS = ("sweep", "ingest", "train", "delete", "rebuild")
@@ -101,6 +102,85 @@ class DeviceLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+class DeviceLockSet:
+    """The writer locks of many devices, taken together and given back one by one (a context manager).
+
+    What a fleet training holds: each device stays locked from before its data is listed
+    until its new version is registered, then is released while the others go on.
+    ``skip_busy=True`` leaves a busy device out (it is in :attr:`busy`, with the holder);
+    otherwise the first busy device releases all those taken and raises ``DeviceBusy``.
+    ``wait=True`` waits for each busy device instead.
+    """
+
+    def __init__(self, root: Path, devices: Sequence[str], operation: str, *, wait: bool = False,
+                 skip_busy: bool = False, on_wait: Callable[[str], None] | None = None,
+                 detail: str | None = None) -> None:
+        self.locks = [DeviceLock(root, d, operation, wait=wait, on_wait=on_wait, detail=detail)
+                      for d in dict.fromkeys(devices)]
+        self.skip_busy = skip_busy
+        self.held: dict[str, DeviceLock] = {}
+        self.busy: dict[str, DeviceBusy] = {}
+        self._taken = False
+
+    def acquire(self) -> DeviceLockSet:
+        """Take every lock (see the class), once; returns ``self``."""
+        if self._taken:
+            return self
+        self._taken = True
+        _allow_open_files(len(self.locks))
+        try:
+            for lock in self.locks:
+                try:
+                    self.held[lock.device] = lock.acquire()
+                except DeviceBusy as exc:
+                    if not self.skip_busy:
+                        raise
+                    self.busy[lock.device] = exc
+        except BaseException:
+            self.release_all()
+            raise
+        return self
+
+    def release(self, device: str) -> None:
+        """Give one device's lock back (nothing if it is not held)."""
+        lock = self.held.pop(device, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        """Give every lock still held back."""
+        for device in list(self.held):
+            self.release(device)
+
+    def __enter__(self) -> DeviceLockSet:
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release_all()
+
+
+_SPARE_FILES = 256  # what the process needs besides the lock files (catalog, sockets, models)
+
+
+def _allow_open_files(locks: int) -> None:
+    """Make room for ``locks`` more open files: each held lock is an open file descriptor.
+
+    The soft limit is often 1,024 while the hard one is far higher; a fleet of thousands of
+    devices raises the soft limit, or says in one line why it cannot.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = locks + _SPARE_FILES
+    if soft == resource.RLIM_INFINITY or need <= soft:
+        return
+    if hard != resource.RLIM_INFINITY and need > hard:
+        raise InvalidInput(
+            f"locking {locks} devices at once needs {need} open files, more than this process may"
+            f" open ({hard}); raise `ulimit -n` or name fewer devices"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
 
 
 def _read_holder(fd: int) -> dict[str, Any] | None:

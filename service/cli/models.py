@@ -99,6 +99,9 @@ def train(
             json_output=json_output,
             folds=folds,
             time_budget_s=time_budget,
+            wait=wait,
+            on_wait=waiting,
+            reference=reference,
             **fit_kw,
         )
         return
