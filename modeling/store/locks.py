@@ -30,6 +30,11 @@ def lock_path(root: Path, device: str) -> Path:
     return Path(root) / "locks" / f"{device}.lock"
 
 
+def job_lock_path(root: Path, job_id: str) -> Path:
+    """The lock file a job over many devices holds while it runs (its devices' locks come and go)."""
+    return Path(root) / "locks" / "jobs" / f"{job_id}.lock"
+
+
 class DeviceLock:
     """An exclusive, process-wide lock on one device (a context manager).
 
@@ -38,10 +43,11 @@ class DeviceLock:
     """
 
     def __init__(self, root: Path, device: str, operation: str, *, wait: bool = False,
-                 on_wait: Callable[[str], None] | None = None, detail: str | None = None) -> None:
+                 on_wait: Callable[[str], None] | None = None, detail: str | None = None,
+                 path: Path | None = None) -> None:
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}")
-        self.path = lock_path(root, device)
+        self.path = path or lock_path(root, device)
         self.device = device
         self.operation = operation
         self.wait = wait
@@ -193,7 +199,20 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
 
 def lock_holder(root: Path, device: str) -> dict[str, Any] | None:
     """Who holds ``device``'s lock now (operation, pid, since, detail), or None if nobody."""
-    path = lock_path(root, device)
+    return _holder_of(lock_path(root, device))
+
+
+def job_lock(root: Path, job_id: str, operation: str) -> DeviceLock:
+    """The lock (not yet taken) that says a job over many devices is running, whoever reads it."""
+    return DeviceLock(root, job_id, operation, path=job_lock_path(root, job_id), detail=job_id)
+
+
+def job_running(root: Path, job_id: str) -> bool:
+    """Whether some process holds the job's lock (:func:`job_lock`) now."""
+    return _holder_of(job_lock_path(root, job_id)) is not None
+
+
+def _holder_of(path: Path) -> dict[str, Any] | None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:

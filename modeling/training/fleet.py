@@ -58,6 +58,7 @@ __all__ = [
     "evaluate_fleet",
     "select_devices",  # re-exported: the fleet commands choose devices through this module
     "train_fleet",
+    "with_reference",
 ]
 
 log = logging.getLogger("ssdpredict.fleet")
@@ -175,11 +176,7 @@ def train_fleet(
     ``train --device D --reference R`` trains it; the reference itself is left out of the
     devices.  Raises ``UnknownDevice`` or ``NoModel`` for a bad reference.
     """
-    if reference is not None:
-        devices = [d for d in devices if d != reference]
-        if not devices:
-            raise InvalidInput(f"the only device named is the reference {reference!r}")
-    ref = check_reference(datadir, devices[0], reference) if reference is not None else None
+    devices, ref = with_reference(datadir, devices, reference)
     held = locks or datadir.device_locks(devices, "train", wait=wait, skip_busy=True, on_wait=on_wait)
     with held:
         busy = [DeviceResult(d, False, 0.0, error=exc.message) for d, exc in held.busy.items()]
@@ -195,6 +192,22 @@ def train_fleet(
 
         fit_kw = {**fit_kw, "activate": activate}
         return _fan_out(client, _fit_task, datadir, plans, fit_kw, register, released, busy)
+
+
+def with_reference(
+    datadir: DataDir, devices: Sequence[str], reference: str | None
+) -> tuple[list[str], ModelVersion | None]:
+    """The devices to train with ``reference`` (itself left out) and its active version.
+
+    Raises ``InvalidInput`` when the reference is the only device named, ``UnknownDevice``
+    or ``NoModel`` when it does not exist or has no model.
+    """
+    if reference is None:
+        return list(devices), None
+    devices = [d for d in devices if d != reference]
+    if not devices:
+        raise InvalidInput(f"the only device named is the reference {reference!r}")
+    return devices, check_reference(datadir, devices[0], reference)
 
 
 def evaluate_fleet(

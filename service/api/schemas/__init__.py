@@ -8,6 +8,14 @@ from service.api.schemas.common import (
     MetricName,
     ModelChoice,
 )
+from service.api.schemas.fleet import (
+    DeviceForecastOut,
+    DeviceSelection,
+    FleetPredictRequest,
+    FleetPredictResponse,
+    FleetRetrainRequest,
+    SkippedDeviceOut,
+)
 from service.api.schemas.jobs import Health, JobPublic, JobState, Readiness, RetrainRequest
 from service.api.schemas.predict import (
     BatchPredictRequest,
@@ -17,6 +25,7 @@ from service.api.schemas.predict import (
     MetricPredictionOut,
     PredictRequest,
     PredictResponse,
+    WorkloadBatch,
     WorkloadColumns,
 )
 from service.api.schemas.resources import (
@@ -37,12 +46,17 @@ __all__ = [
     "BatchPredictResponse",
     "BatchWorkload",
     "DeletedPublic",
+    "DeviceForecastOut",
+    "DeviceSelection",
     "DeviceName",
     "DevicePublic",
     "DeviceSummary",
     "DevicesPublic",
     "ErrorDetail",
     "ErrorResponse",
+    "FleetPredictRequest",
+    "FleetPredictResponse",
+    "FleetRetrainRequest",
     "Health",
     "JobPublic",
     "JobState",
@@ -57,7 +71,9 @@ __all__ = [
     "Readiness",
     "RegionPublic",
     "RetrainRequest",
+    "SkippedDeviceOut",
     "SweepPublic",
+    "WorkloadBatch",
     "WorkloadColumns",
     "WorkloadModelsPublic",
 ]
