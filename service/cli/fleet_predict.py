@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from modeling.errors import InvalidInput
-from modeling.workload import METRIC_UNITS, METRICS, Workload, format_size
+from modeling.workload import METRICS, Workload, format_size
 from service.cli.common import METRIC_LABELS, cli_table, console, datadir, err_console
 
 if TYPE_CHECKING:
@@ -28,6 +28,12 @@ RankByOption = Annotated[
 TopOption = Annotated[
     int | None, typer.Option("--top", min=1, help="with many devices: keep each workload's best N")
 ]
+
+_TABLE_ORDER = ("iops", "bandwidth_mib_s", "latency_mean_us", "latency_p99_us")
+_HEADERS = {
+    "iops": "IOPS", "bandwidth_mib_s": "MiB/s", "latency_mean_us": "mean us", "latency_p99_us": "p99 us"
+}
+assert set(_TABLE_ORDER) == set(METRICS)
 
 MAX_TABLE_ROWS = 2_000
 """A table longer than this is refused (use -o or --json): rich would take minutes to draw it."""
@@ -82,6 +88,7 @@ def predict_many(
 
 
 def _print_table(ranking: FleetRanking, frame: pd.DataFrame) -> None:
+    """One table per workload (titled with it), its devices best first."""
     n, k = ranking.order.shape
     if n * k > MAX_TABLE_ROWS:
         raise InvalidInput(
@@ -89,35 +96,46 @@ def _print_table(ranking: FleetRanking, frame: pd.DataFrame) -> None:
             " write them with -o FILE.csv or --json, or keep the best few with --top N"
         )
     better = "higher" if ranking.higher_is_better else "lower"
-    metrics = [m for m in METRICS if any(m in f.predictions for f in ranking.forecasts)]
-    table = cli_table(
-        *(["workload"] if n > 1 else []), "rank", "device", "version",
-        *(f"{METRIC_LABELS[m]} ({METRIC_UNITS[m]})" for m in metrics), "note",
-        ids=("device", "version"),
-        title=f"devices ranked by {METRIC_LABELS[ranking.rank_by]} ({better} is better), 90% intervals"
-        + ("" if n > 1 else f": {_label(frame.iloc[0])}"),
+    console.print(
+        f"devices ranked by {METRIC_LABELS[ranking.rank_by]} ({better} is better);"
+        " 90% intervals below the values",
+        highlight=False,
     )
+    metrics = [m for m in _TABLE_ORDER if any(m in f.predictions for f in ranking.forecasts)]
     rows = ranking.frame()
-    for r in rows.itertuples(index=False):
-        i = int(r.workload) - 1
-        extrapolated = any(bool(v) for m in metrics if (v := getattr(r, f"{m}_extrapolated")) is not None)
-        table.add_row(
-            *([f"{i + 1}: {_label(frame.iloc[i])}" if r.rank == 1 else ""] if n > 1 else []),
-            str(r.rank), str(r.device), str(r.model_version),
-            *(_cell(getattr(r, f"pred_{m}"), getattr(r, f"pred_{m}_lower"), getattr(r, f"pred_{m}_upper"))
-              for m in metrics),
-            "[yellow]extrapolated[/]" if extrapolated else "",
-            end_section=r.rank == k,
+    flags = [f"{m}_extrapolated" for m in metrics]
+    extrapolated = rows[flags].fillna(False).astype(bool).any(axis=1).to_numpy()
+    note = ("note",) if extrapolated.any() else ()  # a column only when some value is extrapolated
+    for i in range(n):
+        table = cli_table(
+            "#", "device", "version", *(_HEADERS[m] for m in metrics), *note,
+            ids=("device", "version"), title=(f"{i + 1}: " if n > 1 else "") + _label(frame.iloc[i]),
         )
-    console.print(table)
+        for j, r in enumerate(rows.iloc[i * k:(i + 1) * k].itertuples(index=False), start=i * k):
+            table.add_row(
+                str(r.rank), str(r.device), str(r.model_version),
+                *(_cell(getattr(r, f"pred_{m}"), getattr(r, f"pred_{m}_lower"), getattr(r, f"pred_{m}_upper"))
+                  for m in metrics),
+                *(("[yellow]extrapolated[/]" if extrapolated[j] else "",) if note else ()),
+            )
+        console.print(table)
 
 
 def _cell(value: float, lower: float, upper: float) -> str:
     if value != value:  # NaN: the device's model lacks this metric
         return "-"
     if lower != lower:
-        return f"{value:,.1f}"
-    return f"{value:,.1f} ({lower:,.1f}-{upper:,.1f})"
+        return _number(value)
+    return f"{_number(value)}\n{_number(lower)}-{_number(upper)}"
+
+
+def _number(value: float) -> str:
+    """Three significant digits or so: the table is read, the CSV and JSON hold every digit."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:.0f}k"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
 def _label(row: pd.Series) -> str:
