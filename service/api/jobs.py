@@ -35,6 +35,7 @@ from modeling.store import DataDir, validate_name
 from modeling.store.jobs import MANY_DEVICES, Job
 from modeling.store.locks import DeviceLock, DeviceLockSet, job_lock, job_running
 from modeling.training.fleet import DeviceResult, FleetReport, dask_client, train_fleet, with_reference
+from modeling.training.selection import candidates_of_kinds
 from modeling.training.train import train_device
 from modeling.training.transfer import check_reference
 from service.api.metrics import ServiceMetrics
@@ -102,13 +103,17 @@ class RetrainJobs:
     def start_fleet(
         self, devices: list[str], *, folds: int = 5, time_budget_s: float | None = None,
         activate: bool = True, force_activate: bool = False, reference: str | None = None,
+        candidates: list[str] | None = None,
     ) -> Job:
         """Start retraining many devices (already selected) in one job.
 
         Every device's writer lock is taken here: ``DeviceBusy`` (and nothing started) if
         any has a writer.  With ``reference`` every device transfers from it and it is
         left out (``UnknownDevice``, ``NoModel``, ``InvalidInput`` if it is all there is).
+        ``candidates``: estimator kinds, trained untuned (``InvalidInput`` for an unknown one).
         """
+        if candidates is not None:
+            candidates_of_kinds(candidates)  # an unknown kind is refused now, not in the job
         devices, _ = with_reference(self.datadir, devices, reference)
         job = Job(id=uuid.uuid4().hex, kind="retrain", device=MANY_DEVICES, devices=devices)
         running = job_lock(self.datadir.root, job.id, "train").acquire()
@@ -116,7 +121,8 @@ class RetrainJobs:
         try:
             locks.acquire()
             options = {"folds": folds, "time_budget_s": time_budget_s, "activate": activate,
-                       "force_activate": force_activate, "reference": reference, "devices": devices}
+                       "force_activate": force_activate, "reference": reference, "devices": devices,
+                       "candidates": candidates}
             self.datadir.catalog.add_job(job, options)
             self._launch(job, self._run_fleet, (job, running, locks, options), "retrain-fleet")
         except BaseException:
@@ -229,12 +235,15 @@ class RetrainJobs:
             with self._lock:
                 job.state = "running"
                 job.started_at = catalog.get_job(job.id).started_at
+            kinds = options["candidates"]
+            fit_kw: dict[str, Any] = {} if kinds is None else {"candidates": candidates_of_kinds(kinds)}
             with dask_client(self.scheduler, workers=self.fleet_workers) as client:
                 report = train_fleet(
                     self.datadir, options["devices"], client, locks=locks, progress=each,
                     activate=options["activate"], force_activate=options["force_activate"],
                     folds=options["folds"], time_budget_s=options["time_budget_s"],
                     reference=options["reference"],
+                    **fit_kw,
                 )
             self.registry.invalidate()
             for r in report.succeeded:

@@ -146,6 +146,14 @@ class FleetRetrainRequest(RetrainRequest, DeviceSelection):
                 {"all_devices": True},
                 {"devices": ["ssd-*"], "folds": 3, "time_budget_s": 60},
                 {"devices": ["ssd-new-*"], "reference": "nvme0"},
+                {"all_devices": True, "candidates": ["cart"], "folds": 2},
             ]
         },
+    )
+
+    candidates: list[Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")]] | None = Field(
+        None, min_length=1, max_length=16,
+        description="only these estimator kinds, untuned: the fast configuration for a large fleet "
+        "(e.g. `[\"cart\"]`; the kinds are cart, xgboost, extra_trees, load_gated, gp); default: "
+        "the full selection and tuning within `time_budget_s`",
     )
