@@ -143,10 +143,9 @@ class FleetRetrainRequest(RetrainRequest, DeviceSelection):
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {"all_devices": True},
+                {"all_devices": True, "candidates": ["cart"], "folds": 2},
                 {"devices": ["ssd-*"], "folds": 3, "time_budget_s": 60},
                 {"devices": ["ssd-new-*"], "reference": "nvme0"},
-                {"all_devices": True, "candidates": ["cart"], "folds": 2},
             ]
         },
     )
