@@ -7,6 +7,7 @@ for with ``wait``; each lock is given back as soon as its device's version is re
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from modeling.store import DataDir
 from modeling.store.locks import DeviceLockSet
 from modeling.training.fleet import DeviceResult, dask_client, train_fleet
 from modeling.training.selection import candidates_of_kinds
+from modeling.training.train import train_device
 from tests.conftest import REPO
 from tests.modeling.conftest import synthetic_rows
 from tests.modeling.test_device_locks import _holder
@@ -115,3 +117,24 @@ def test_fleet_training_holds_each_device_lock(datadir: DataDir, tmp_path: Path)
         holder.kill()
         holder.wait()
     assert all(datadir.lock_holder(d) is None for d in FLEET)
+
+
+@pytest.mark.slow
+def test_train_many_with_a_reference_transfers_each_device(datadir: DataDir) -> None:
+    """``train --devices ... --reference R`` trains every other device as ``--reference R`` does."""
+    from typer.testing import CliRunner
+
+    from service.cli.main import app
+
+    _fill(datadir)
+    reference = train_device(datadir, "ssd-a", folds=2, candidates=candidates_of_kinds(["cart"]))
+    r = CliRunner().invoke(app, ["train", "--devices", "ssd-*", "--reference", "ssd-a",
+                                 "--candidates", "cart", "--folds", "2", "--workers", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    trained = {s["device"] for s in json.loads(r.stdout)["succeeded"]}
+    assert trained == {"ssd-b", "ssd-c"}  # the reference itself is left out
+    assert [v.version for v in datadir.catalog.list_model_versions("ssd-a")] == [reference.version]
+    for device in trained:
+        transfer = datadir.catalog.active_model_version(device).manifest["transfer"]  # type: ignore[union-attr]
+        assert transfer["reference"]["device"] == "ssd-a"
+        assert transfer["reference"]["version"] == reference.version
