@@ -22,8 +22,12 @@ per-metric tasks would shorten one device by at most about 1.5x, and only when a
 has fewer devices than workers; with more devices than workers, per-device tasks already
 keep every worker busy, without re-reading the data per metric.
 
-A failed device (too little data, a bug, a worker that died) is recorded with a one-line
-reason and the others go on.  By default the work runs on a ``LocalCluster`` of one
+The client also holds each device's writer lock (:mod:`modeling.store.locks`) from before
+it lists the device's files until it has registered its version, as ``train --device``
+does, so no sweep, ingest, train or delete of the device runs meanwhile.
+
+A failed device (too little data, a bug, a worker that died, another writer holding it)
+is recorded with a one-line reason and the others go on.  By default the work runs on a ``LocalCluster`` of one
 single-threaded process per core; ``scheduler="tcp://host:8786"`` runs the same tasks on
 an existing cluster, whose workers must see the data directory at the same path.
 """
