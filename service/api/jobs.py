@@ -248,7 +248,7 @@ class RetrainJobs:
             self.registry.invalidate()
             for r in report.succeeded:
                 if r.value.active:
-                    self.on_model(r.device, r.value.version)
+                    self._preload(r.device, r.value.version)
             result, error = fleet_outcome(report)
             state = "failed" if error else "succeeded"
             self._done(catalog.finish_job(job.id, state, result=result, error=error))
@@ -263,6 +263,16 @@ class RetrainJobs:
             _stop_running(running)
             with self._lock:
                 self._threads.pop(job.id, None)
+
+    def _preload(self, device: str, version: str) -> None:
+        """Load a newly active version here, as a one-device retrain does, so that the first
+        prediction finds it cached; one that does not load is left to the request to report."""
+        try:
+            self.registry.load(device, version)
+        except SsdPredictError:
+            log.warning("the new version %s of %s does not load", version, device, exc_info=True)
+            return
+        self.on_model(device, version)
 
     def _finish(self, job: Job, state: str, error: dict[str, Any]) -> None:
         try:
