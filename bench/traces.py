@@ -7,7 +7,8 @@ binary and the 5-field text).
 Validation: with ``--device NAME --home PATH`` (a device swept and trained on this
 machine's disk, e.g. by ``make run``), the shared traces are replayed with fio on a scratch
 file under PATH and the model's per-window predictions are compared with the replay; the
-mean relative error per metric is printed, beside the replay's rate drift.
+per-trace table of the reference run (both methods, drift, saturation) is printed beside
+the disk's own repeat-noise floor.
 
     .venv/bin/python bench/traces.py                      # throughput only
     .venv/bin/python bench/traces.py --device local --home ~/.local/share/ssdpredict
@@ -202,38 +203,30 @@ def throughput(n: int, text_n: int, workdir: Path) -> None:
         path.unlink()
 
 
-def validation(device: str, home: Path, traces: list[Path], window_s: float) -> None:
-    """Replay the shared traces on a scratch file under ``home`` and print MRE per metric."""
+def validation(device: str, home: Path, window_s: float, quick: bool = False) -> None:
+    """The reference run's table for a device swept on this machine's disk, beside its noise floor.
+
+    The shared traces are replayed on a scratch file under ``home``; both methods are
+    compared per window (``trace_reference.run_traces``), and the same replay of the wsrch
+    cut is repeated to give the disk's own floor (no target: a disk's repeat drift here is
+    about 28 %).
+    """
     from modeling.store import DataDir
-    from traces.validate import validate_trace
+    from trace_reference import _cut, noise_floor, print_floor, run_traces
 
     datadir = DataDir(home)
     scratch = datadir.scratch_dir
     scratch.mkdir(parents=True, exist_ok=True)
     target = scratch / "trace-replay.img"
-    print(f"validation on device {device!r} (replay target {target})")
-    for path in traces:
-        report = validate_trace(
-            datadir,
-            device,
-            path,
-            window_s=window_s,
-            target=str(target),
-            plot_path=scratch / f"{path.name}.validation.png",
-        )
-        rp = report.replay or {}
-        errs = "  ".join(
-            f"{m}={e['unsaturated']['mre'] * 100:.1f}%" if e["unsaturated"]["mre"] is not None else f"{m}=n/a"
-            for m, e in report.summary["errors"].items()
-        )
-        print(
-            f"  {path.name:22s} windows={len(report.windows):3d}"
-            f" drift={rp.get('rate_drift', float('nan')) * 100:+.1f}%"
-            f"  MRE {errs}"
-        )
-        for w in report.warnings:
-            print(f"    warning: {w}")
-    target.unlink(missing_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="bench-disk-"))
+    print(f"validation on device {device!r} (replay target {target}; results in {out})")
+    wsrch = _cut(TESTDATA / "wsrch-small.trace", 10.0 if quick else 60.0, out / "wsrch-cut.trace")
+    traces = [(TESTDATA / "sample.blktrace.0", 0.1), (TESTDATA / "tpcc-small.trace", 0.05), (wsrch, window_s)]
+    try:
+        print_floor(noise_floor(wsrch, str(target), window_s, 2))
+        run_traces(datadir, device, str(target), traces, out)
+    finally:
+        target.unlink(missing_ok=True)
 
 
 def main() -> None:
@@ -247,7 +240,8 @@ def main() -> None:
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--reference", action="store_true",
                     help="open-loop validation on a fresh zram reference device (bench/trace_reference.py)")
-    ap.add_argument("--quick", action="store_true", help="with --reference: the short version (~4 min)")
+    ap.add_argument("--quick", action="store_true",
+                    help="with --reference: the short version (~7 min); with --device: a 10 s wsrch cut")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-trace-reference",
                     help="with --reference: where the synthetic traces and results go")
     args = ap.parse_args()
@@ -261,13 +255,7 @@ def main() -> None:
     if args.device:
         if args.home is None:
             ap.error("--device needs --home")
-        src = TESTDATA
-        validation(
-            args.device,
-            args.home,
-            [src / "sample.blktrace.0", src / "tpcc-small.trace", src / "wsrch-small.trace"],
-            args.window,
-        )
+        validation(args.device, args.home, args.window, args.quick)
 
 
 if __name__ == "__main__":

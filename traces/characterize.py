@@ -40,7 +40,16 @@ import pandas as pd
 from modeling.errors import InvalidInput, NoData
 from modeling.workload import MIB, WORKLOAD_FIELDS
 from traces.model import TraceChunk, TraceInfo
-from traces.stats import BURST_GAP_S, HIST_EDGES, Totals, arrival_cv2, group_p99, round_size, seq_flags
+from traces.stats import (
+    BURST_GAP_S,
+    HIST_EDGES,
+    Totals,
+    arrival_cv2,
+    gap_histogram,
+    group_p99,
+    round_size,
+    seq_flags,
+)
 
 WINDOW_COLUMNS = ("window_start_s", "window_end_s", "requests")
 MEASURED = ("iops", "bandwidth_mib_s", "latency_mean_us", "latency_p99_us")
@@ -70,6 +79,7 @@ class Characterizer:
         self._seen = 0
         self._spill: dict[int, float] = {}
         self._rows: list[pd.DataFrame] = []
+        self._gaps: list[np.ndarray] = []
         self._prev_arrival: float | None = None
         self.acc = Totals()
 
@@ -189,6 +199,7 @@ class Characterizer:
                 }
             )
         self._rows.append(rows)
+        self._gaps.append(gap_histogram(c.time_s, g, k))
 
     def _queue_depth(
         self,
@@ -264,7 +275,8 @@ class Characterizer:
             windows["queue_depth_raw"] = np.nan
             windows["qd_method"] = "none"
             self.method = "none"
-        return Characterization(self.info, windows, self._summary(windows))
+        gaps = np.concatenate(self._gaps, axis=0)
+        return Characterization(self.info, windows, self._summary(windows), gaps)
 
     def _summary(self, windows: pd.DataFrame) -> dict[str, Any]:
         a = self.acc
@@ -318,6 +330,9 @@ class Characterization:
     info: TraceInfo
     windows: pd.DataFrame
     summary: dict[str, Any]
+    # per window (row of ``windows``), counts of inter-arrival gaps in traces.stats.GAP_EDGES
+    # bins: kept apart from the table, which stays one workload vector per window
+    gap_hist: np.ndarray | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:

@@ -5,8 +5,12 @@ interval as a shaded band, measured as a solid line), IO/s (offered by the trace
 as measured, served as predicted) and the predicted utilisation of the device with its
 100 % line.  Every value is drawn as a level across its window (a window is a span of
 time, not an instant), so a trace of one window is as readable as one of a thousand.
-Windows predicted saturated are shaded red in every panel.  Each panel's title gives its
-mean relative error, so the picture reads without the table.
+Windows predicted saturated are shaded red in every panel; windows the replay measured
+saturated (it fell behind the trace) are marked with a red cross on the utilisation
+panel, so the two flags read side by side.  Windows where the replay itself could not
+keep the trace's rate (``replay_limited``: fio or the CPU, not the device) are hatched
+grey and their measurement is drawn grey: shown, but not compared.  Each panel's title
+gives its mean relative error, so the picture reads without the table.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ def plot_validation(
     end = df["window_end_s"].to_numpy(np.float64) if "window_end_s" in df else start + 1.0
     short = df["too_short"].to_numpy(bool) if "too_short" in df else np.zeros(len(df), bool)
     sat = df["saturated"].to_numpy(bool) if "saturated" in df else np.zeros(len(df), bool)
+    limited = (df["replay_limited"].fillna(False).astype(bool).to_numpy() if "replay_limited" in df
+               else np.zeros(len(df), bool))
     fig, axes = plt.subplots(4, 1, figsize=(10, 9.5), sharex=True, height_ratios=[3, 3, 3, 1.6])
     panels = (("latency_mean_us", "mean latency (us)"), ("latency_p99_us", "p99 latency (us)"))
     width = end - start
@@ -67,7 +73,10 @@ def plot_validation(
         if m in df:
             meas = pd.to_numeric(df[m], errors="coerce").to_numpy(np.float64, copy=True)
             meas[short] = np.nan
-            _levels(ax, start, end, meas, color="tab:blue", label="measured")
+            _levels(ax, start, end, np.where(limited, np.nan, meas), color="tab:blue", label="measured")
+            if limited.any():
+                _levels(ax, start, end, np.where(limited, meas, np.nan), color="grey",
+                        label="measured, replay behind (not compared)")
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
         ax.set_title(f"{label.split(' (')[0]}: {_mre_text(summary, m)}", fontsize=9, loc="left")
@@ -88,19 +97,28 @@ def plot_validation(
     _levels(ax, start, end, util, color="tab:purple", marker="s", label="predicted utilisation")
     ax.axhline(100, color="tab:red", lw=1, ls="--", label="capacity at the window's mix")
     ax.set_ylabel("utilisation (%)")
+    if "measured_saturated" in df:
+        ms = df["measured_saturated"].fillna(False).astype(bool).to_numpy()
+        if ms.any():
+            ax.plot(((start + end) / 2)[ms], np.minimum(util[ms], 100.0), "x", color="tab:red", ms=9, mew=2,
+                    label="measured saturated (replay fell behind)")
     ax.set_ylim(0, max(110.0, float(np.nanmax(util)) * 1.1))
     ax.set_title(f"device utilisation: peak {np.nanmax(util):.1f} %", fontsize=9, loc="left")
     ax.set_xlabel("trace time (s)")
     for a in axes:
         for s0, e0 in zip(start[sat], end[sat], strict=True):
             a.axvspan(s0, e0, color="tab:red", alpha=0.12, lw=0)
+        for s0, e0 in zip(start[limited], end[limited], strict=True):
+            a.axvspan(s0, e0, facecolor="none", edgecolor="grey", hatch="//", alpha=0.35, lw=0)
         a.legend(fontsize=7, loc="best")
         a.grid(alpha=0.3)
     span = max(float(end.max() - start.min()), 1e-6)
     axes[-1].set_xlim(start.min() - 0.02 * span, end.max() + 0.02 * span)
     sat_note = ""
     if sat.any():
-        sat_note = f"  |  shaded: {_windows(int(sat.sum()))} predicted saturated"
+        sat_note = f"  |  red: {_windows(int(sat.sum()))} predicted saturated"
+    if limited.any():
+        sat_note += f"  |  hatched: {_windows(int(limited.sum()))} the replay fell behind (not compared)"
     fig.suptitle((title or "trace validation") + sat_note, fontsize=10)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

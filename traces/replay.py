@@ -33,14 +33,28 @@ millisecond timestamps, so less is not resolved), each request's wait before iss
 time it queued for a lane or a CPU, which an application would have seen too
 (``latency_includes_wait``; ``lateness_mean_us`` is the mean issue delay).
 
-The replay's rate is counted over each window's own span: the
-window's requests took ``replay_span`` to issue where the trace took ``trace_span``, so
-``window_drift = trace_span / replay_span - 1`` and the served IOPS and bandwidth are the
-trace's offered ones times ``1 + window_drift``.  A window whose replay fell behind by
-more than :data:`SATURATION_DRIFT` is ``measured_saturated``.  Windows with fewer than
-:data:`MIN_SPAN_REQUESTS` requests or a span under 100 ms have no drift: fio's log has
-millisecond timestamps, and the lanes' start times differ by a few milliseconds (each
-lane's iolog clock starts with its own process), so a shorter span cannot resolve 5 %.
+The replay's rate is counted over each window's own span: ``window_drift`` is the
+replay's issue rate over the trace's within the window (the least-squares slope of issue
+time on trace time, over all the window's requests, :func:`_rate_drift`) minus 1, and the
+served IOPS and bandwidth are the trace's offered ones times ``1 + window_drift``.  Windows with fewer than
+:data:`MIN_SPAN_REQUESTS` requests, or whose slope's standard error exceeds
+:data:`DRIFT_RESOLUTION`, have no drift: fio's log has millisecond timestamps, and the
+lanes' start times differ by a few milliseconds (each lane's iolog clock starts with its
+own process), so a few requests over a short span cannot resolve 2 %.
+
+A window whose backlog grew -- the replay's rate over the window more than
+:data:`SATURATION_DRIFT` under the trace's -- is ``measured_saturated``, unless the
+replay itself fell behind.  Who did: a replay behind its schedule has a backlog, and a work-conserving
+device with a backlog is never idle, so a window that fell behind (drift under
+-:data:`DRIFT_WARN`, or requests that waited to be issued) with fewer than
+:data:`MIN_BACKLOG_INFLIGHT` I/O in flight on average (``replay_inflight``, the sum of
+fio's I/O times over the window's span) had its backlog wait on fio or the CPU, not on the
+device: it is also ``replay_limited`` (on zram the CPU is the device too, so there it is
+the machine as a whole): its latency, which includes those waits, is left out of the
+latency errors, its saturation is unknown (``measured_saturated`` None), and
+:func:`traces.validate.compare` counts such windows apart.  Not the lanes' busy
+fraction: a CPU-bound device such as zram on two cores never holds more than about two
+of sixteen lanes, even saturated.
 """
 
 from __future__ import annotations
@@ -72,7 +86,8 @@ DEFAULT_LANES = 16
 MAX_LANES = 64
 SATURATION_DRIFT = 0.05
 MIN_SPAN_REQUESTS = 20
-MIN_SPAN_S = 0.1
+DRIFT_RESOLUTION = 0.005
+MIN_BACKLOG_INFLIGHT = 1.0
 RT_PRIORITY = "20"
 LATE_RESOLVED_US = 1000.0
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+\-]+$")
@@ -91,6 +106,18 @@ class ReplayResult:
     drift: float
     windows: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    # fio's per-I/O log and each I/O's trace arrival time, kept so that the same
+    # completions can be cut into other window lengths (the noise floor per window length)
+    log: pd.DataFrame | None = field(default=None, repr=False)
+    trace_time_s: np.ndarray | None = field(default=None, repr=False)
+
+    def rewindow(self, window_s: float) -> pd.DataFrame:
+        """The replay's per-window measurements with windows of ``window_s`` (same completions)."""
+        if self.log is None or self.trace_time_s is None:
+            raise NoData("this replay result kept no per-I/O log to re-window")
+        if not window_s > 0:
+            raise InvalidInput("window must be positive")
+        return replay_windows(self.log, self.trace_time_s, window_s, self.speed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -258,14 +285,20 @@ def replay_windows(
         lat = np.sort(lat_us[sel] + (wait if waited else 0.0))
         t = trace_time_s[sel]
         trace_span = float(t.max() - t.min())
-        replay_span = float(issue_s[sel].max() - issue_s[sel].min())
         drift = np.nan
-        if n >= MIN_SPAN_REQUESTS and trace_span >= MIN_SPAN_S and replay_span > 0:
-            drift = trace_span / replay_span - 1
+        if n >= MIN_SPAN_REQUESTS and trace_span > 0:
+            drift = _rate_drift(t, issue_s[sel])  # both on the trace's time axis
         # as the characterisation counts it: the trace's last window ends at its last arrival
         dur = min(float(window_s), t_last - k * float(window_s)) if k == wid.max() else float(window_s)
         dur = dur if dur > 0 else float(window_s)
         served = 1 + drift if np.isfinite(drift) else np.nan
+        # over the window's replay span (its trace span stretched by the drift)
+        inflight = float(lat_us[sel].sum()) / 1e6 / (dur / speed / (served if np.isfinite(served) else 1.0))
+        behind = (np.isfinite(drift) and drift < -DRIFT_WARN) or waited
+        limited = bool(behind and inflight < MIN_BACKLOG_INFLIGHT)
+        # a replay-limited window's device sat idle with a backlog: whether it would have kept
+        # the trace's rate is not known, so it is neither saturated nor unsaturated
+        saturated = bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) and not limited else None
         rows.append(
             {
                 "window_start_s": round(k * float(window_s), 9),
@@ -273,7 +306,9 @@ def replay_windows(
                 "window_drift": drift,
                 "lateness_mean_us": late,
                 "latency_includes_wait": waited,
-                "measured_saturated": bool(drift < -SATURATION_DRIFT) if np.isfinite(drift) else None,
+                "replay_inflight": inflight,
+                "replay_limited": bool(limited),
+                "measured_saturated": saturated,
                 "iops": n / dur * served,
                 "bandwidth_mib_s": size[sel].sum() / dur / MIB * served,
                 "latency_mean_us": float(lat.mean()),
@@ -281,6 +316,32 @@ def replay_windows(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _rate_drift(trace_t: np.ndarray, issue_t: np.ndarray) -> float:
+    """Replay rate over trace rate minus 1: the least-squares slope of issue time on trace time.
+
+    Not the ratio of the first-to-last spans: those rest on two requests each, and one
+    late last request (a lane's clock a millisecond behind, a preempted fio) moved a
+    100 ms window's drift by 1 %; the slope uses every request.  A backlog that grows
+    through the window (the replay falling further behind its schedule) is a slope above 1.
+    """
+    tc = trace_t - trace_t.mean()
+    var = float(tc @ tc)
+    if not var > 0:
+        return float("nan")
+    ic = issue_t - issue_t.mean()
+    slope = float(tc @ ic) / var
+    # fio's millisecond log times and the lanes' clock offsets scatter the issue times; where
+    # they leave the slope unresolved (few requests over a short span) no drift is claimed.
+    # Resolved means to DRIFT_RESOLUTION, or to a third of the drift itself: a saturated
+    # window's lanes fall behind unevenly (issue times scattered by tens of ms), yet a
+    # replay at half the trace's rate is plainly behind.
+    resid = ic - slope * tc
+    stderr = float(np.sqrt(resid @ resid / max(len(tc) - 2, 1) / var))
+    if not slope > 0 or stderr > max(DRIFT_RESOLUTION, abs(slope - 1) / 3):
+        return float("nan")
+    return 1 / slope - 1
 
 
 def _fio_command(job_file: Path, fio: str | None = None) -> tuple[list[str], str | None]:
@@ -361,7 +422,8 @@ def replay(
     if not len(lat):
         raise NoData("fio completed no I/O during the replay")
     lat = lat[lat["index"] < n].sort_values("index").reset_index(drop=True)
-    windows = replay_windows(lat, c.time_s[lat["index"].to_numpy()], window_s, speed)
+    trace_time = c.time_s[lat["index"].to_numpy()]
+    windows = replay_windows(lat, trace_time, window_s, speed)
     issue_s = lat["time_ms"].to_numpy(np.float64) / 1e3 - lat["lat_ns"].to_numpy(np.float64) / 1e9
     span = float(c.time_s[-1] - c.time_s[0])
     replay_span = float(issue_s.max() - issue_s.min()) * speed
@@ -370,9 +432,18 @@ def replay(
     drift = replay_rate / trace_rate - 1 if span > 0 and replay_span > 0 else float("nan")
     if len(lat) != n:
         warnings.append(f"fio completed {len(lat)} of {n} requests")
+    n_limited = int(windows["replay_limited"].sum())
+    if n_limited:
+        warnings.append(
+            f"{n_limited} of {len(windows)} window(s) fell behind the trace's schedule with under one I/O "
+            "in flight: fio or the CPU, not the device, could not keep that rate (left out of "
+            "latency errors)"
+        )
     if np.isfinite(drift) and abs(drift) > DRIFT_WARN:
         warnings.append(
             f"replayed request rate drifted {drift * 100:+.1f} % from the trace's "
             f"({replay_rate:.0f} vs {trace_rate:.0f} IO/s at speed {speed:g})"
         )
-    return ReplayResult(target, n, speed, lanes, trace_rate, replay_rate, drift, windows, warnings)
+    return ReplayResult(
+        target, n, speed, lanes, trace_rate, replay_rate, drift, windows, warnings, lat, trace_time
+    )

@@ -11,6 +11,10 @@ from traces.model import TraceChunk
 
 BURST_GAP_S = 1e-6
 HIST_EDGES = np.geomspace(1e-7, 1e4, 2500)  # latency histogram for the summary p99 (~1 % bins)
+# inter-arrival gap histogram per window, 10 bins a decade from 0.1 us to 1,000 s: what the
+# cold-path correction (traces.utilisation) needs of the gaps, whatever its time constant
+GAP_EDGES = np.geomspace(1e-7, 1e3, 101)
+GAP_CENTRES = np.concatenate([[0.0], np.sqrt(GAP_EDGES[1:] * GAP_EDGES[:-1]), [GAP_EDGES[-1]]])
 
 
 def round_size(size: np.ndarray | float) -> np.ndarray:
@@ -67,6 +71,16 @@ def arrival_cv2(t: np.ndarray, g: np.ndarray, ngroups: int) -> np.ndarray:
         cv2 = var / (mean * mean)
     cv2[(n < 2) | ~(mean > 0)] = np.nan
     return cv2
+
+
+def gap_histogram(t: np.ndarray, g: np.ndarray, ngroups: int) -> np.ndarray:
+    """Counts of inter-arrival gaps per group in :data:`GAP_EDGES` bins, (ngroups, len(GAP_CENTRES))."""
+    gap = np.diff(t)
+    same = g[1:] == g[:-1]
+    b = np.searchsorted(GAP_EDGES, gap[same])
+    nb = len(GAP_CENTRES)
+    flat = np.bincount(g[1:][same] * nb + b, minlength=ngroups * nb)
+    return flat.reshape(ngroups, nb)
 
 
 @dataclass

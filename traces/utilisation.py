@@ -9,7 +9,9 @@ its measured latency to what the closed-loop method predicts for it.  A window's
 prediction is multiplied by that ratio, interpolated over utilisation (offered / capacity)
 on the measured workload nearest to the window's (write ratio, log2 size, randomness);
 outside the measured utilisations the nearest end's ratio holds.  A device without such
-points keeps the closed-loop method's answer.
+points keeps the closed-loop method's answer.  Given a window's inter-arrival gaps, the
+ratio's cold-path part is rescaled by those gaps (:mod:`traces.coldpath`), since a burst
+of back-to-back requests runs hot whatever the window's mean rate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from traces.coldpath import ColdPath, fit_cold_path, gap_adjustment
 from traces.openloop import PredictsFrame, predict_open_loop
 
 OFFERED = "offered_iops"
@@ -40,9 +43,16 @@ class UtilisationCorrection:
 
     keys: np.ndarray  # (g, 3): write ratio, log2 size, randomness
     curves: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    cold: list[tuple[ColdPath | None, ColdPath | None]] | None = None  # per group: mean, p99
 
-    def factors(self, windows: pd.DataFrame, utilisation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and p99 latency multipliers for each window (1 where saturated)."""
+    def factors(
+        self, windows: pd.DataFrame, utilisation: np.ndarray, gap_hist: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and p99 latency multipliers for each window (1 where saturated).
+
+        ``gap_hist`` (the characterisation's per-window gap histogram) rescales the
+        cold-path part by the window's own gaps instead of Poisson gaps at its rate.
+        """
         q = np.column_stack(
             [
                 windows["write_ratio"].to_numpy(np.float64),
@@ -55,12 +65,18 @@ class UtilisationCorrection:
         nearest = np.argmin(dist.sum(axis=2), axis=1)
         mean_f = np.ones(len(windows))
         p99_f = np.ones(len(windows))
+        rate = windows["iops"].to_numpy(np.float64) if "iops" in windows else None
         for i, g in enumerate(nearest):
             if not utilisation[i] < 1:
                 continue
             u, lm, lp = self.curves[g]
             mean_f[i] = float(np.exp(np.interp(utilisation[i], u, lm)))
             p99_f[i] = float(np.exp(np.interp(utilisation[i], u, lp)))
+            if gap_hist is not None and rate is not None and self.cold is not None:
+                cm, cp = self.cold[g]
+                r, h = rate[i : i + 1], gap_hist[i : i + 1]
+                mean_f[i] *= float(gap_adjustment(cm, r, h)[0])
+                p99_f[i] *= float(gap_adjustment(cp, r, h)[0])
         return mean_f, p99_f
 
 
@@ -90,9 +106,12 @@ def learn_correction(
     log_mean = np.log(pts["latency_mean_us"].to_numpy(np.float64) / pred["pred_latency_mean_us"].to_numpy())
     log_p99 = np.log(pts["latency_p99_us"].to_numpy(np.float64) / pred["pred_latency_p99_us"].to_numpy())
     util = pred["utilisation"].to_numpy(np.float64)
+    rate = pts[OFFERED].to_numpy(np.float64)
     groups = pts[list(KEY)].round({"write_ratio": 3, "randomness": 3}).astype(np.float64)
-    keys, curves = [], []
+    keys, curves, cold = [], [], []
     for key, idx in groups.groupby(list(KEY)).indices.items():
+        cold.append((fit_cold_path(rate[idx], util[idx], log_mean[idx]),
+                     fit_cold_path(rate[idx], util[idx], log_p99[idx])))
         order = idx[np.argsort(util[idx])]
         # repeats of one offered rate are averaged on the log scale
         u, inv = np.unique(np.round(util[order], 6), return_inverse=True)
@@ -100,4 +119,4 @@ def learn_correction(
         lp = np.bincount(inv, log_p99[order]) / np.bincount(inv)
         keys.append([key[0], np.log2(key[1]), key[2]])
         curves.append((u, lm, lp))
-    return UtilisationCorrection(np.array(keys, dtype=np.float64), curves)
+    return UtilisationCorrection(np.array(keys, dtype=np.float64), curves, cold)

@@ -12,7 +12,10 @@ What is compared, per window:
   own replay span; never the model's capacity against the offered load;
 * saturation: the predicted flag against the replay falling behind the trace.
 
-Windows with too few requests (``too_short``) are left out of every error.  Relative error
+Windows with too few requests (``too_short``) are left out of every error, and so are the
+replay's ``replay_limited`` windows (fio or the CPU, not the device, fell behind the
+schedule: their latency includes the machine's waits and their saturation is unknown);
+the summary counts those under ``saturation``.  Relative error
 is ``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric over
 all compared windows and over the unsaturated ones (the targets are on those).
 """
@@ -77,7 +80,13 @@ def compare(
     saturation: dict[str, Any] | None = None
     if measured is not None:
         df = df.merge(measured, on="window_start_s", how="left")
-        keep = ~df["too_short"].to_numpy(bool)
+        counted = ~df["too_short"].to_numpy(bool)
+        limited = np.zeros(len(df), dtype=bool)
+        if "replay_limited" in df:
+            # fio or the CPU, not the device, missed the schedule there: the latency includes
+            # the machine's waits, so it is not compared
+            limited = df["replay_limited"].fillna(False).astype(bool).to_numpy() & counted
+        keep = counted & ~limited
         unsat = keep & ~df["saturated"].to_numpy(bool)
         if "measured_saturated" in df:
             ms = df["measured_saturated"]
@@ -93,7 +102,7 @@ def compare(
             df[f"{m}_rel_error"] = err
             errors[m] = {**_mre(err, keep), "unsaturated": _mre(err, unsat)}
         if "measured_saturated" in df:
-            known = df["measured_saturated"].notna().to_numpy() & keep
+            known = df["measured_saturated"].notna().to_numpy() & counted
             meas_sat = df["measured_saturated"][known].astype(bool).to_numpy()
             agree = df["saturated"].to_numpy(bool)[known] == meas_sat
             saturation = {
@@ -102,6 +111,8 @@ def compare(
                 "predicted": int(df["saturated"][known].sum()),
                 "measured": int(df["measured_saturated"][known].astype(bool).sum()),
             }
+        if "replay_limited" in df:
+            saturation = {**(saturation or {}), "replay_limited": int(limited.sum())}
     summary = {
         **prediction.summary,
         "method": prediction.method,

@@ -126,3 +126,40 @@ def test_validation_png(trained: DataDir, tmp_path: Path, window: str) -> None:
     assert len(report.windows) == (4 if window == "0.1" else 1)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.summary["errors"]["latency_mean_us"]["n"] == len(report.windows)
+
+
+def test_validation_png_marks_replay_limited_and_measured_saturated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from traces.plot import plot_validation
+
+    df = pd.DataFrame({
+        "window_start_s": [0.0, 0.5, 1.0], "window_end_s": [0.5, 1.0, 1.5], "too_short": False,
+        "saturated": [False, False, True], "utilisation": [0.5, 0.9, 1.2], "offered_iops": 1000.0,
+        "pred_iops": [1000.0, 1000.0, 900.0], "iops": [1000.0, 980.0, 850.0],
+        "pred_latency_mean_us": 100.0, "latency_mean_us": [110.0, 900.0, 2000.0],
+        "pred_latency_p99_us": 300.0, "latency_p99_us": [320.0, 3000.0, 9000.0],
+        "replay_limited": [False, True, False], "measured_saturated": [False, False, True],
+    })
+    seen: dict[str, list[str]] = {}
+    real_savefig = plt.Figure.savefig
+
+    def keep_labels(fig: plt.Figure, *a: object, **k: object) -> None:  # what the PNG says, read back
+        seen["suptitle"] = [fig.get_suptitle()]
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        seen["legend"] = [t.get_text() for leg in legends for t in leg.get_texts()]
+        real_savefig(fig, *a, **k)
+
+    monkeypatch.setattr(plt.Figure, "savefig", keep_labels)
+    out = plot_validation(df, tmp_path / "v.png", title="t")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "1 window the replay fell behind (not compared)" in seen["suptitle"][0]
+    assert "1 window predicted saturated" in seen["suptitle"][0]
+    assert "measured, replay behind (not compared)" in seen["legend"]
+    assert "measured saturated (replay fell behind)" in seen["legend"]

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -101,3 +102,59 @@ def test_replay_refuses_a_device_with_a_filesystem(tmp_path: Path) -> None:
             replay(str(_trace(tmp_path)), dev)
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def _fake_log(issue_t: np.ndarray, lat_s: np.ndarray) -> pd.DataFrame:
+    """fio's per-I/O log rows (ms completion stamps) for I/Os issued at ``issue_t``."""
+    done_ms = np.floor((issue_t + lat_s) * 1e3)
+    return pd.DataFrame({"time_ms": done_ms, "lat_ns": lat_s * 1e9, "ddir": 0,
+                         "bs": 4096, "offset": 0})
+
+
+def test_window_drift_is_the_slope_and_who_fell_behind() -> None:
+    from traces.replay import SHIFT_US, replay_windows
+
+    t = np.linspace(0, 2.0, 2001)[:-1]  # 1,000 IO/s, two 1 s windows
+    shift = SHIFT_US / 1e6
+    # on time in the first second; 10 % slow in the second (the backlog grows)
+    issue = shift + np.where(t < 1, t, 1 + (t - 1) * 1.1)
+    quick = replay_windows(_fake_log(issue, np.full(len(t), 20e-6)), t, 1.0, 1.0)
+    assert quick["window_drift"].iloc[0] == pytest.approx(0, abs=0.003)
+    assert quick["window_drift"].iloc[1] == pytest.approx(1 / 1.1 - 1, abs=0.003)
+    assert quick["measured_saturated"].tolist() == [False, None]
+    # 0.02 I/O in flight (20 us I/O at 1,000 IO/s): a backlog with the device mostly idle is
+    # the replay's (fio, the CPU), not the device's
+    assert quick["replay_limited"].tolist() == [False, True]
+    # the same lateness with 15 I/O in flight: the device held the backlog
+    busy = replay_windows(_fake_log(issue, np.full(len(t), 15e-3)), t, 1.0, 1.0)
+    assert busy["replay_inflight"].iloc[1] == pytest.approx(15 / 1.1, rel=0.05)
+    assert busy["replay_limited"].tolist() == [False, False]
+    assert busy["measured_saturated"].tolist() == [False, True]
+    # a replay at half the rate with its issue times scattered by +-20 ms (lanes falling
+    # behind unevenly) is still resolved as behind; the same scatter on time is not resolved
+    rng = np.random.default_rng(1)
+    scatter = rng.uniform(-0.02, 0.02, len(t))
+    half = replay_windows(_fake_log(shift + 2 * t + scatter, np.full(len(t), 15e-3)), t, 1.0, 1.0)
+    assert half["window_drift"].iloc[0] == pytest.approx(-0.5, abs=0.02)
+    assert bool(half["measured_saturated"].iloc[0])
+    short = replay_windows(_fake_log(shift + t[:40] + scatter[:40], np.full(40, 15e-3)), t[:40], 1.0, 1.0)
+    assert np.isnan(short["window_drift"].iloc[0]) and short["measured_saturated"].iloc[0] is None
+    # one request very late at the end of an on-time window moves a span ratio, not the slope
+    issue2 = shift + t.copy()
+    issue2[999] += 0.02
+    one = replay_windows(_fake_log(issue2, np.full(len(t), 20e-6)), t, 1.0, 1.0)
+    assert abs(one["window_drift"].iloc[0]) < 0.01
+
+
+def test_a_real_replay_can_be_cut_into_other_window_lengths(tmp_path: Path, fio_available: str) -> None:
+    path = _trace(tmp_path, n=200, span_s=1.0)
+    result = replay(str(path), str(tmp_path / "t.img"), window_s=0.5, size=16 << 20, lanes=2)
+    for length in (0.25, 1.0):
+        cut = result.rewindow(length)
+        assert cut["replay_requests"].sum() == 200
+        assert len(cut) == int(np.floor(1.0 / length)) + 1  # the last request starts a window
+        assert {"window_drift", "replay_limited", "replay_inflight", "latency_mean_us"} <= set(cut.columns)
+    same = result.rewindow(0.5)
+    assert same["latency_mean_us"].to_numpy() == pytest.approx(result.windows["latency_mean_us"].to_numpy())
+    with pytest.raises(InvalidInput):
+        result.rewindow(0)
