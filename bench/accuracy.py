@@ -30,7 +30,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from modeling.training.adaptive import propose_points  # noqa: E402
-from modeling.training.evaluate import evaluate_frame, evaluate_holdout  # noqa: E402
+from modeling.training.evaluate import evaluate_frame  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.training.fit import fit_device_model  # noqa: E402
 from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
@@ -208,7 +208,7 @@ def later_sweep_study(
     Two numbers per metric: the *drift floor*, the MRE of the later runs against the first
     sweep's median of each workload (what a perfect model of the first sweep would score;
     it holds the device's slow drift, which back-to-back repeats cannot see), and the MRE
-    of the model trained on the whole first sweep (``evaluate_holdout``).
+    of the model trained on the whole first sweep (``evaluate_frame`` with ``holdout``).
     """
     first = distinct_workloads(frame)
     # one group id per workload over both sweeps; the first sweep holds each group once
@@ -217,7 +217,9 @@ def later_sweep_study(
     later_groups = groups[len(first) :]
     common = np.isin(later_groups, groups[: len(first)])
     index = np.array([position[g] for g in later_groups[common].tolist()], dtype=int)
-    report = evaluate_holdout(frame, later, device=name, time_budget_s=budget, compare_feature_sets=False)
+    report = evaluate_frame(
+        frame, holdout=later, device=name, time_budget_s=budget, compare_feature_sets=False
+    )
     print(f"\n{name} -> {later_name}: the first sweep's medians and model on a later sweep")
     print(f"({int(common.sum())} of {len(later)} later runs repeat a workload of the first sweep)")
     print("| metric | drift floor (later runs vs first medians) | model MRE on the later sweep |")

@@ -27,13 +27,10 @@ from collectors.fio.jobs import JobSettings
 from collectors.fio.runner import check_reachable, fio_binary, fio_version, run_fio
 from collectors.plans import Plan, build_plan
 from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summary
-from collectors.safety import check_target, prepare_file
+from collectors.targets import claim_target
 from collectors.sweep_settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import Catalog, DataDir, Sweep
-from modeling.store.scratch import (
-    forget_scratch_file, is_scratch_file, note_scratch_size, record_scratch_file,
-)
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload
 
@@ -149,15 +146,9 @@ def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSe
                 "with --destroy-data"
             )
     elif remote is None:
-        info = check_target(target, settings.destroy_data,
-                            owned=lambda path, st: is_scratch_file(catalog, path, st))
+        info = claim_target(target, size + offset, destroy_data=settings.destroy_data, catalog=catalog)
         target = info.path
-        if info.kind == "file":
-            prepare_file(target, size + offset,
-                         created=lambda path: record_scratch_file(catalog, path),
-                         removed=lambda path: forget_scratch_file(catalog, path))
-            note_scratch_size(catalog, Path(target))
-        else:
+        if info.kind != "file":
             size = min(size, info.size - offset)
     elif target.startswith("/dev/") and not settings.destroy_data:
         raise UnsafeTarget(

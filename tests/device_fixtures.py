@@ -81,6 +81,16 @@ def make_loop(tmp_path: Path) -> Iterator[Callable[..., str]]:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 MiB tmpfs."""
+    point = tmp_path / "small"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(point)], check=True)
+    yield point
+    subprocess.run(["umount", str(point)], check=True)
+
+
 def mkfs_ext4(image: Path) -> None:
     """Put an ext4 filesystem on an image file."""
     subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True, capture_output=True)

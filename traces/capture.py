@@ -111,6 +111,13 @@ def tracepoint_lines_to_csv(lines: Iterable[str], major: int, minor: int, out: P
     return len(rows)
 
 
+def _installed(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise CaptureFailed(f"{tool} is not installed")
+    return path
+
+
 def _ensure_tracefs(run: Callable[..., subprocess.CompletedProcess]) -> Path:
     if (TRACEFS / "events").is_dir():
         return TRACEFS
@@ -127,9 +134,7 @@ def capture_blktrace(
     run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
 ) -> Path:
     """Run blktrace; return the first per-CPU file or raise ``CaptureFailed`` saying why."""
-    binary = shutil.which("blktrace")
-    if binary is None:
-        raise CaptureFailed("blktrace is not installed")
+    binary = _installed("blktrace")
     if not Path("/sys/kernel/debug/block").is_dir():
         # blktrace talks to the kernel through debugfs; mount it as blktrace's docs say.
         run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"], capture_output=True, text=True)
@@ -212,9 +217,7 @@ def capture_perf(
     run: Callable[..., subprocess.CompletedProcess] = subprocess.run,
 ) -> Path:
     """Record the block tracepoints with ``perf record`` and dump them with ``perf script``."""
-    perf = shutil.which("perf")
-    if perf is None:
-        raise CaptureFailed("perf is not installed")
+    perf = _installed("perf")
     data = out_dir / "perf.data"
     rec = run(
         [

@@ -22,7 +22,7 @@ import pandas as pd
 
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from traces.upload import scrub_path, uploaded_trace
+from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
 from traces.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
 from traces.utilisation import OFFERED, UtilisationCorrection, learn_correction, open_loop_rows
@@ -103,11 +103,16 @@ class TracePrediction:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
+        return self._json({})
+
+    def _json(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-ready form with ``extra`` keys after the summary (a subclass's own fields)."""
         return {
             "device": self.device,
             "model_version": self.model_version,
             "method": self.method,
             "summary": self.summary,
+            **extra,
             "warnings": self.warnings,
             "windows": json_records(self.windows),
         }
@@ -162,27 +167,15 @@ def predict_trace(
 
 
 def predict_upload(
-    datadir: DataDir,
-    device: str,
-    data: bytes,
-    *,
-    filename: str = "",
-    fmt: str = "auto",
-    window_s: float | None = 1.0,
-    window_requests: int | None = None,
-    method: str = "open-loop",
-    max_bytes: int | None = None,
-    registry: ModelRegistry | None = None,
+    datadir: DataDir, device: str, upload: TraceUpload, registry: ModelRegistry | None = None
 ) -> dict[str, Any]:
-    """:func:`predict_trace` of an uploaded trace (bytes)."""
-    public = filename or "upload"
-    with uploaded_trace(datadir, device, data, max_bytes, public) as path:
-        result, _ = predict_trace(
-            datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
-            method=method, registry=registry,
-        )
-        out = scrub_path(result.to_dict(), path, public)
-    out["filename"] = filename
-    out["summary"]["trace"]["paths"] = [filename]
-    return out
+    """:func:`predict_trace` of an uploaded trace."""
 
+    def answer(path: Path) -> dict[str, Any]:
+        result, _ = predict_trace(
+            datadir, device, path, fmt=upload.fmt, window_s=upload.window_s,
+            window_requests=upload.window_requests, method=upload.method, registry=registry,
+        )
+        return result.to_dict()
+
+    return answer_upload(datadir, device, upload, answer)

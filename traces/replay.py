@@ -62,7 +62,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,9 +71,11 @@ import numpy as np
 import pandas as pd
 
 from collectors.devices.reference import logical_block_size
-from collectors.fio.runner import fio_binary
-from collectors.safety import check_target
+from collectors.fio.runner import fio_binary, run_guarded
+from collectors.targets import claim_target
 from modeling.errors import FioError, InvalidInput, NoData
+from modeling.store.catalog import Catalog
+from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
 from modeling.workload import MIB
 from traces.model import Trace, TraceChunk
 from traces.reader import open_trace
@@ -90,6 +91,7 @@ DRIFT_RESOLUTION = 0.005
 MIN_BACKLOG_INFLIGHT = 1.0
 RT_PRIORITY = "20"
 LATE_RESOLVED_US = 1000.0
+WORKDIR_PREFIX = "ssdpredict-replay-"
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+\-]+$")
 
 
@@ -134,36 +136,25 @@ class ReplayResult:
         }
 
 
-def _fill(path: str, start: int, size: int) -> None:
-    """Write data from ``start`` to ``size`` so that reads there reach the device."""
-    block = np.random.default_rng(0).integers(0, 256, 4 * MIB, dtype=np.uint8).tobytes()
-    with open(path, "r+b" if os.path.exists(path) else "wb") as fh:
-        fh.seek(start)
-        pos = start
-        while pos < size:
-            n = min(len(block), size - pos)
-            fh.write(block[:n])
-            pos += n
-        fh.flush()
-        os.fsync(fh.fileno())
+def _prepare_target(target: str, destroy_data: bool, size: int,
+                    catalog: Catalog | None) -> tuple[int, list[str]]:
+    """Check the target; create or extend a file target with real data.  Returns (size, warnings).
 
-
-def _prepare_target(target: str, destroy_data: bool, size: int) -> tuple[int, list[str]]:
-    """Check the target; create or extend a file target with real data.  Returns (size, warnings)."""
+    The same claim as a sweep's (:func:`collectors.targets.claim_target`): the product's
+    own scratch files pass, a user's file needs ``destroy_data``, a new or grown file must
+    fit in the free space, and a failed creation leaves nothing behind.
+    """
     if not _SAFE_PATH.match(target):
         raise InvalidInput(
             f"target path {target!r} has characters fio cannot take safely "
             "(use letters, digits, '.', '_', '-', '/', '+')"
         )
-    info = check_target(target, destroy_data)
-    if info.kind != "file":
-        return int(info.size), []
     # Reads of a file's holes (or of fallocated, unwritten extents) return zeros without
     # touching the device, so a new or short file is written for real, not made sparse.
-    if info.size < size:
-        _fill(target, info.size, size)
-        return size, []
-    st = os.stat(target)
+    info = claim_target(target, size, destroy_data=destroy_data, catalog=catalog)
+    if info.kind != "file":
+        return int(info.size), []
+    st = os.stat(info.path)
     if st.st_blocks * 512 < st.st_size * 0.9:
         return int(info.size), [f"target file {target} is sparse: reads of its holes do not reach the device"]
     return int(info.size), []
@@ -359,13 +350,11 @@ def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None) -> lis
     job_file = tmp / "replay.fio"
     job_file.write_text(job)
     cmd, why = _fio_command(job_file, fio)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
-    except subprocess.TimeoutExpired as exc:
-        raise FioError(f"fio did not finish the replay within {timeout:.0f} s") from exc
-    if proc.returncode != 0:
-        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise FioError(f"fio failed: {'; '.join(message[-3:]) or f'exit status {proc.returncode}'}")
+    # under the sweep's guard: a killed replay (even by kill -9) takes fio and its lanes with it
+    returncode, stdout, stderr = run_guarded(cmd, timeout=timeout)
+    if returncode != 0:
+        message = (stderr.strip() or stdout.strip()).splitlines()
+        raise FioError(f"fio failed: {'; '.join(message[-3:]) or f'exit status {returncode}'}")
     return [why] if why else []
 
 
@@ -382,14 +371,19 @@ def replay(
     max_requests: int | None = None,
     timeout: float = 3600.0,
     fio: str | None = None,
+    catalog: Catalog | None = None,
 ) -> ReplayResult:
-    """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH)."""
+    """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH).
+
+    ``catalog`` lets the product's own scratch files be replayed on and records a file
+    target created here as one (see :func:`collectors.targets.claim_target`).
+    """
     if not 0.01 <= speed <= 100:
         raise InvalidInput("speed must be between 0.01 and 100")
     if lanes is not None and not 1 <= lanes <= MAX_LANES:
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
     trace = open_trace(trace_path, fmt)
-    target_size, warnings = _prepare_target(target, destroy_data, size)
+    target_size, warnings = _prepare_target(target, destroy_data, size, catalog)
     align = max(logical_block_size(target), 4096)
     c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
     n = len(c)
@@ -397,7 +391,9 @@ def replay(
         depth = max_outstanding(c)
         lanes = DEFAULT_LANES if depth is None else min(max(depth, DEFAULT_LANES), MAX_LANES)
     lanes = min(lanes, n)
-    with tempfile.TemporaryDirectory(prefix="ssdpredict-replay-") as tmp:
+    workdirs = Path(tempfile.gettempdir())
+    remove_stale_workdirs(workdirs, WORKDIR_PREFIX)  # left by replays killed before their cleanup
+    with owned_workdir(workdirs, WORKDIR_PREFIX) as tmp:
         job = ""
         for lane in range(lanes):
             log = Path(tmp) / f"lane{lane}.iolog"

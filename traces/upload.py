@@ -7,13 +7,39 @@ raised while the upload is open, and answers built from it, name the client's fi
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from modeling.errors import NoData, SsdPredictError, TooLarge
 from modeling.store import DataDir
+
+
+@dataclass(frozen=True)
+class TraceUpload:
+    """An uploaded trace (bytes, the client's file name) and how to window and predict it."""
+
+    data: bytes
+    filename: str = ""
+    fmt: str = "auto"
+    window_s: float | None = 1.0
+    window_requests: int | None = None
+    method: str = "open-loop"
+    max_bytes: int | None = None
+
+
+def answer_upload(
+    datadir: DataDir, device: str, upload: TraceUpload, answer: Callable[[Path], dict[str, Any]]
+) -> dict[str, Any]:
+    """``answer`` (a JSON-ready dict) of the upload written to scratch, naming the client's file."""
+    public = upload.filename or "upload"
+    with uploaded_trace(datadir, device, upload.data, upload.max_bytes, public) as path:
+        out = scrub_path(answer(path), path, public)
+    out["filename"] = upload.filename
+    out["summary"]["trace"]["paths"] = [upload.filename]
+    return out
 
 
 @contextmanager

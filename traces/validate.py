@@ -22,7 +22,7 @@ all compared windows and over the unsaturated ones (the targets are on those).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,38 +32,23 @@ import pandas as pd
 from modeling.errors import InvalidInput
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from traces.upload import scrub_path, uploaded_trace
+from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization
-from traces.predict import TracePrediction, json_records, predict_trace
+from traces.predict import TracePrediction, predict_trace
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 
 
 @dataclass
-class ValidationReport:
+class ValidationReport(TracePrediction):
     """Per-window predictions, measurements and errors, plus a summary."""
 
-    device: str
-    model_version: str
-    method: str
-    windows: pd.DataFrame
-    summary: dict[str, Any]
     replay: dict[str, Any] | None = None
     plot: str | None = None
-    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
-        return {
-            "device": self.device,
-            "model_version": self.model_version,
-            "method": self.method,
-            "summary": self.summary,
-            "replay": self.replay,
-            "plot": self.plot,
-            "warnings": self.warnings,
-            "windows": json_records(self.windows),
-        }
+        return self._json({"replay": self.replay, "plot": self.plot})
 
 
 def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -164,7 +149,7 @@ def validate_trace(
 
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
-            fio=fio,
+            fio=fio, catalog=datadir.catalog,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}
@@ -181,37 +166,19 @@ def validate_trace(
         title = f"{device} on {Path(path).name} ({method})"
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
     return ValidationReport(
-        device, prediction.model_version, method, df, summary, replay_info, plot, warnings
+        device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot
     )
 
 
 def validate_upload(
-    datadir: DataDir,
-    device: str,
-    data: bytes,
-    *,
-    filename: str = "",
-    fmt: str = "auto",
-    window_s: float | None = 1.0,
-    window_requests: int | None = None,
-    max_bytes: int | None = None,
-    registry: ModelRegistry | None = None,
-    method: str = "open-loop",
+    datadir: DataDir, device: str, upload: TraceUpload, registry: ModelRegistry | None = None
 ) -> dict[str, Any]:
-    """Validate an uploaded trace (bytes) on ``device``: vectors, predictions and errors."""
-    public = filename or "upload"
-    with uploaded_trace(datadir, device, data, max_bytes, public) as path:
-        report = validate_trace(
-            datadir,
-            device,
-            path,
-            fmt=fmt,
-            window_s=window_s,
-            window_requests=window_requests,
-            registry=registry,
-            method=method,
-        )
-        out = scrub_path(report.to_dict(), path, public)
-    out["filename"] = filename
-    out["summary"]["trace"]["paths"] = [filename]
-    return out
+    """Validate an uploaded trace on ``device``: vectors, predictions and errors."""
+
+    def answer(path: Path) -> dict[str, Any]:
+        return validate_trace(
+            datadir, device, path, fmt=upload.fmt, window_s=upload.window_s,
+            window_requests=upload.window_requests, registry=registry, method=upload.method,
+        ).to_dict()
+
+    return answer_upload(datadir, device, upload, answer)

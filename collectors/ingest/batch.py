@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from collectors.ingest.fio_files import parse_fio_input
 from collectors.ingest.inputs import InputFile, bytes_input, check_size, collect_inputs
 from modeling.errors import InvalidInput, UnknownDevice
 from modeling.store import DataDir, Sweep
+from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
 
 MAX_REPORTED_ERRORS = 20
 
@@ -94,15 +93,19 @@ class Staged:
         return out
 
 
+STAGING_PREFIX = ".staging-"
+
+
 @contextmanager
 def staging(datadir: DataDir) -> Iterator[Staged]:
-    """A staging folder beside the measurements (so the final move is a rename), removed after."""
-    datadir.measurements_dir.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=".staging-", dir=datadir.measurements_dir))
-    try:
+    """A staging folder beside the measurements (so the final move is a rename), removed after.
+
+    The folders of imports killed before their cleanup ran are removed first (only those
+    whose owner is dead, see :mod:`modeling.store.workdirs`).
+    """
+    remove_stale_workdirs(datadir.measurements_dir, STAGING_PREFIX)
+    with owned_workdir(datadir.measurements_dir, STAGING_PREFIX) as folder:
         yield Staged(folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stage_inputs(staged: Staged, inputs: Sequence[InputFile]) -> None:

@@ -35,7 +35,24 @@ def inverse_target(z: np.ndarray) -> np.ndarray:
     return np.sign(z) * np.expm1(np.abs(z))
 
 
-class RegressorBase(RegressorMixin, BaseEstimator):
+class FastPredictor(RegressorMixin, BaseEstimator):
+    """``predict`` = scikit-learn's checks, then ``predict_fast`` (what serving calls directly)."""
+
+    def prepare(self) -> None:
+        """Build the derived lookup structures of the fast path (after ``fit`` or loading)."""
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predict the metric for each row of ``X``."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return self.predict_fast(np.ascontiguousarray(X, dtype=np.float32))
+
+    def predict_fast(self, X32: np.ndarray) -> np.ndarray:
+        """Predict from an already validated C-contiguous float32 matrix (no checks)."""
+        raise NotImplementedError
+
+
+class RegressorBase(FastPredictor):
     """Shared fit/predict logic: target transform, linear base, fast prediction."""
 
     kind = "base"
@@ -58,15 +75,6 @@ class RegressorBase(RegressorMixin, BaseEstimator):
         self._fit_core(X32, resid, self._sample_weight(y))
         self.prepare()
         return self
-
-    def prepare(self) -> None:
-        """Build the derived lookup structures of the fast path (after ``fit`` or loading)."""
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predict the metric for each row of ``X``."""
-        check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.predict_fast(np.ascontiguousarray(X, dtype=np.float32))
 
     def predict_fast(self, X32: np.ndarray) -> np.ndarray:
         """Predict from an already validated C-contiguous float32 matrix (no checks)."""

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.tree import DecisionTreeRegressor
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
-from modeling.estimators.base import RegressorBase, _ridge
+from modeling.estimators.base import FastPredictor, RegressorBase, _ridge
 from modeling.features import FEATURE_NAMES
 
 CORRECTIONS = ("constant", "linear", "tree")
@@ -54,7 +53,7 @@ class ReferenceFunction:
         return total + np.log(self.scale)
 
 
-class RelativeFitnessModel(RegressorMixin, BaseEstimator):
+class RelativeFitnessModel(FastPredictor):
     """``reference(x) x exp(correction(x))``, the correction learned from few points."""
 
     kind = "relative"
@@ -100,15 +99,6 @@ class RelativeFitnessModel(RegressorMixin, BaseEstimator):
         self.x_mean_, self.x_scale_, self.coef_, self.intercept_ = parts
         self.n_features_in_ = len(self.coef_)
         self.correction_tree_ = tree
-
-    def prepare(self) -> None:
-        """Nothing to precompute (the reference's members are prepared when loaded)."""
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predict the metric for each row of ``X`` (``extended`` features)."""
-        check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        return self.predict_fast(np.ascontiguousarray(X, dtype=np.float32))
 
     def predict_fast(self, X32: np.ndarray) -> np.ndarray:
         """Predict from an already validated C-contiguous float32 matrix (no checks)."""

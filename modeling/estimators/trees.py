@@ -67,7 +67,16 @@ def _median(values: np.ndarray) -> np.ndarray:
     return 0.5 * (values[mid[0]] + values[mid[1]])
 
 
-class CartRegressor(RegressorBase):
+class _LossTrees(RegressorBase):
+    """A tree learner with ``loss``: the relative loss weights each row by ``1 / |y|``."""
+
+    loss: str
+
+    def _sample_weight(self, y: np.ndarray) -> np.ndarray | None:
+        return _relative_weight(y) if self.loss == "relative" else None
+
+
+class CartRegressor(_LossTrees):
     """One CART regression tree (scikit-learn ``DecisionTreeRegressor``)."""
 
     kind = "cart"
@@ -88,9 +97,6 @@ class CartRegressor(RegressorBase):
         self.linear_base = linear_base
         self.random_state = random_state
 
-    def _sample_weight(self, y: np.ndarray) -> np.ndarray | None:
-        return _relative_weight(y) if self.loss == "relative" else None
-
     def _fit_core(self, X32: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> None:
         model = DecisionTreeRegressor(
             criterion=_criterion(self.loss),
@@ -104,7 +110,7 @@ class CartRegressor(RegressorBase):
         return _tree_predict(self, X32)
 
 
-class ExtraTreesModel(RegressorBase):
+class ExtraTreesModel(_LossTrees):
     """Extremely randomised trees (scikit-learn ``ExtraTreesRegressor``)."""
 
     kind = "extra_trees"
@@ -126,9 +132,6 @@ class ExtraTreesModel(RegressorBase):
         self.log_target = log_target
         self.linear_base = linear_base
         self.random_state = random_state
-
-    def _sample_weight(self, y: np.ndarray) -> np.ndarray | None:
-        return _relative_weight(y) if self.loss == "relative" else None
 
     def prepare(self) -> None:
         """Pack the trees for fast small-batch prediction."""

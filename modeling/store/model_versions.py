@@ -28,6 +28,38 @@ def version_summary(version: str, active: bool, manifest: dict[str, Any]) -> dic
     }
 
 
+def insert_model_versions(
+    conn: sqlite3.Connection, entries: Sequence[tuple[str, str, str, dict[str, Any], bool]]
+) -> list[ModelVersion]:
+    """Insert ``(device, version, path, manifest, activate)`` rows in the caller's transaction.
+
+    Returns the versions as the catalog holds them (manifests through a JSON round trip,
+    like a re-read); raises ``UnknownDevice`` for a device not in the catalog.
+    """
+    created = utcnow()
+    added = []
+    for device, version, path, manifest, activate in entries:
+        row = conn.execute("SELECT id FROM devices WHERE name = ?", (device,)).fetchone()
+        if row is None:
+            raise UnknownDevice(device)
+        text = json.dumps(manifest, sort_keys=True)
+        conn.execute(
+            "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
+            " VALUES (?, ?, 0, ?, ?, ?)",
+            (version, row[0], path, text, created),
+        )
+        if activate:
+            activate_sql(conn, row[0], version)
+        added.append(ModelVersion(version, device, activate, path, json.loads(text), created))
+    return added
+
+
+def activate_sql(conn: sqlite3.Connection, device_id: int, version: str) -> None:
+    """Make ``version`` its device's only active model, in the caller's transaction."""
+    conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (device_id,))
+    conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+
+
 ACTIVE_MARKER = "ACTIVE"
 """File in ``models/<device>/`` naming the active version, for ``catalog rebuild``."""
 
@@ -57,21 +89,12 @@ class ModelVersionTable:
         ``job_id``: the job that trained it ends as ``succeeded`` in the same transaction, so
         a crash can never leave an active version with a job that says otherwise.
         """
-        dev = self.get_device(device)
         with self.connect() as conn:
-            conn.execute(
-                "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
-                " VALUES (?, ?, 0, ?, ?, ?)",
-                (version, dev.id, path, json.dumps(manifest, sort_keys=True), utcnow()),
-            )
-            if activate:
-                conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
-                conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+            added = insert_model_versions(conn, [(device, version, path, manifest, activate)])
             if job_id is not None:
                 finish_job_sql(conn, job_id, "succeeded", result=version_summary(version, activate, manifest))
-        if activate:
-            self._mark_active(dev.name, version)
-        return self.get_model_version(device, version)
+        self._mark_activated(added)
+        return added[0]
 
     def add_model_versions(
         self, entries: Sequence[tuple[str, str, str, dict[str, Any], bool]]
@@ -82,29 +105,15 @@ class ModelVersionTable:
         one commit: a commit costs far more than the rows in it.  All or none are recorded;
         raises ``UnknownDevice`` for a device not in the catalog.
         """
-        created = utcnow()
         with self.connect() as conn:  # an exception inside rolls every row back
-            for device, version, path, manifest, activate in entries:
-                row = conn.execute("SELECT id FROM devices WHERE name = ?", (device,)).fetchone()
-                if row is None:
-                    raise UnknownDevice(device)
-                device_id = row[0]
-                conn.execute(
-                    "INSERT INTO models (version, device_id, active, path, manifest, created_at)"
-                    " VALUES (?, ?, 0, ?, ?, ?)",
-                    (version, device_id, path, json.dumps(manifest, sort_keys=True), created),
-                )
-                if activate:
-                    conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (device_id,))
-                    conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
-        for device, version, _, _, activate in entries:
-            if activate:
-                self._mark_active(device, version)
-        # the manifests as the catalog holds them (JSON round trip), like a re-read would give
-        return [
-            ModelVersion(version, device, activate, path, json.loads(json.dumps(m, sort_keys=True)), created)
-            for device, version, path, m, activate in entries
-        ]
+            added = insert_model_versions(conn, entries)
+        self._mark_activated(added)
+        return added
+
+    def _mark_activated(self, versions: list[ModelVersion]) -> None:
+        for mv in versions:
+            if mv.active:
+                self._mark_active(mv.device, mv.version)
 
     def active_model_versions(self) -> dict[str, ModelVersion]:
         """Every device's active model version, in one query."""
@@ -129,8 +138,7 @@ class ModelVersionTable:
             ).fetchone()
             if row is None:
                 raise NotFound(f"device {device!r} has no model version {version!r}")
-            conn.execute("UPDATE models SET active = 0 WHERE device_id = ?", (dev.id,))
-            conn.execute("UPDATE models SET active = 1 WHERE version = ?", (version,))
+            activate_sql(conn, dev.id, version)
         self._mark_active(dev.name, version)
         return self.get_model_version(device, version)
 
@@ -141,21 +149,21 @@ class ModelVersionTable:
 
     def get_model_version(self, device: str, version: str) -> ModelVersion:
         """One model version of a device; raises ``NotFound``."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
-            row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND version = ?", (dev.id, version)
-            ).fetchone()
-        if row is None:
+        mv = self._one_model(device, "version = ?", (version,))
+        if mv is None:
             raise NotFound(f"device {device!r} has no model version {version!r}")
-        return model_from_row(row, dev.name)
+        return mv
 
     def active_model_version(self, device: str) -> ModelVersion | None:
         """The device's active model version, or ``None`` if it has none."""
+        return self._one_model(device, "active = 1", ())
+
+    def _one_model(self, device: str, where: str, args: tuple[Any, ...]) -> ModelVersion | None:
+        """The device's model version matching ``where`` (a constant SQL condition), or None."""
         dev = self.get_device(device)
         with self.connect() as conn:
             row = conn.execute(
-                "SELECT * FROM models WHERE device_id = ? AND active = 1", (dev.id,)
+                f"SELECT * FROM models WHERE device_id = ? AND {where}", (dev.id, *args)
             ).fetchone()
         return None if row is None else model_from_row(row, dev.name)
 

@@ -41,8 +41,12 @@ def noise_floor(frame: pd.DataFrame) -> dict[str, Any] | None:
     if not repeated.any():
         return None
     out: dict[str, Any] = {"n_workloads": int((counts >= 2).sum()), "n_rows": int(repeated.sum())}
-    sub = frame.loc[repeated, list(METRICS)].astype(float).assign(_g=groups[repeated])
-    for metric in METRICS:
+    # the metrics the data has (training trains only those): measured, finite and > 0 in every run
+    metrics = [m for m in METRICS if m in frame.columns]
+    sub = frame.loc[repeated, metrics].apply(pd.to_numeric, errors="coerce").astype(float)
+    metrics = [m for m in metrics if bool((np.isfinite(sub[m]) & (sub[m] > 0)).all())]
+    sub = sub.assign(_g=groups[repeated])
+    for metric in metrics:
         g = sub.groupby("_g")[metric]
         cv = (g.std(ddof=1) / g.mean()).mean()
         dev = (np.abs(sub[metric] - g.transform("mean")) / sub[metric]).mean()

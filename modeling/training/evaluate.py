@@ -83,9 +83,11 @@ def _fold_predictions(
     for key in ("auto", "global"):
         out[key] = model.predict_matrix(w_test, model=key)
     codes = region_codes(w_test)
+    # the regions that got models: IOPS's, or (without IOPS in the data) the first metric's
+    base = model.specs.get("iops") or next(iter(model.specs.values()))
     for i, region in enumerate(REGION_NAMES):
         mask = codes == i
-        if mask.any() and region in model.specs["iops"].scopes:
+        if mask.any() and region in base.scopes:
             out["regions"][region] = (mask, model.predict_matrix(w_test[mask], model=region))
     return out
 
@@ -93,6 +95,7 @@ def _fold_predictions(
 def evaluate_frame(
     frame: pd.DataFrame,
     *,
+    holdout: pd.DataFrame | None = None,
     device: str = "device",
     folds: int = 5,
     time_budget_s: float | None = 60.0,
@@ -105,18 +108,24 @@ def evaluate_frame(
 
     ``time_budget_s`` is the tuning budget of each training, as in ``train``; the
     evaluation trains once per outer fold (and once per feature set more when comparing
-    the feature sets).  Repeats of a workload stay in one fold.
+    the feature sets).  Repeats of a workload stay in one fold.  With ``holdout``, train
+    on ``frame`` as ``train`` would and report errors on the measured rows of ``holdout``.
     """
-    w, ys, clean = training_rows(frame)
-    splits = cv_folds(workload_groups(w), folds)
+    if holdout is None:
+        w, ys, clean = training_rows(frame)
+        splits = cv_folds(workload_groups(w), folds)
+        method, inner = f"{len(splits)}-fold nested CV", max(2, min(folds, 3))
+    else:
+        clean, w, ys, splits = _holdout_split(frame, holdout)
+        method, inner = "holdout", folds
     return _evaluate(
         clean,
         w,
         ys,
         splits,
-        method=f"{len(splits)}-fold nested CV",
+        method=method,
         device=device,
-        inner=max(2, min(folds, 3)),
+        inner=inner,
         budget=time_budget_s,
         candidates=candidates,
         feature_sets=feature_sets,
@@ -125,19 +134,10 @@ def evaluate_frame(
     )
 
 
-def evaluate_holdout(
-    train: pd.DataFrame,
-    holdout: pd.DataFrame,
-    *,
-    device: str = "device",
-    folds: int = 5,
-    time_budget_s: float | None = 60.0,
-    candidates: list[Candidate] | None = None,
-    feature_sets: tuple[str, ...] = ("extended",),
-    compare_feature_sets: bool = True,
-    progress: Callable[[str, float], None] | None = None,
-) -> EvaluationReport:
-    """Train on ``train`` as ``train`` would, report errors on the measured rows of ``holdout``."""
+def _holdout_split(
+    train: pd.DataFrame, holdout: pd.DataFrame
+) -> tuple[pd.DataFrame, np.ndarray, dict[str, np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """The training rows of ``train`` then ``holdout``, and the one split: fit the first, test the second."""
     both = pd.concat([train.assign(_holdout=False), holdout.assign(_holdout=True)], ignore_index=True)
     w, ys, clean = training_rows(both)
     held = clean["_holdout"].to_numpy(dtype=bool)
@@ -145,20 +145,7 @@ def evaluate_holdout(
         raise NoData("the hold-out file has no rows with every metric measured")
     if held.all():
         raise NoData("the device has no usable measurements to train on")
-    return _evaluate(
-        clean.drop(columns="_holdout"),
-        w,
-        ys,
-        [(np.flatnonzero(~held), np.flatnonzero(held))],
-        method="holdout",
-        device=device,
-        inner=folds,
-        budget=time_budget_s,
-        candidates=candidates,
-        feature_sets=feature_sets,
-        compare_feature_sets=compare_feature_sets,
-        progress=progress,
-    )
+    return clean.drop(columns="_holdout"), w, ys, [(np.flatnonzero(~held), np.flatnonzero(held))]
 
 
 @dataclass
@@ -175,17 +162,18 @@ class _OutOfFold:
     modes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls, n: int) -> _OutOfFold:
+    def empty(cls, n: int, metrics: list[str]) -> _OutOfFold:
+        """No predictions yet, for ``n`` rows of ``metrics`` (those the data has)."""
         def nan() -> dict[str, np.ndarray]:
-            return {m: np.full(n, np.nan) for m in METRICS}
+            return {m: np.full(n, np.nan) for m in metrics}
 
         return cls(
             auto=nan(), lower=nan(), upper=nan(),
-            extrap={m: np.zeros(n, dtype=bool) for m in METRICS},
+            extrap={m: np.zeros(n, dtype=bool) for m in metrics},
             glob=nan(),
             regions={r: nan() for r in REGION_NAMES},
             feature_sets={fs: nan() for fs in FEATURE_SETS},
-            modes={m: {} for m in METRICS},
+            modes={m: {} for m in metrics},
         )
 
     def take(self, rows: np.ndarray) -> _OutOfFold:
@@ -204,6 +192,7 @@ class _OutOfFold:
 def _predict_out_of_fold(
     clean: pd.DataFrame,
     w: np.ndarray,
+    metrics: list[str],
     splits: list[tuple[np.ndarray, np.ndarray]],
     *,
     inner: int,
@@ -215,7 +204,7 @@ def _predict_out_of_fold(
     progress: Callable[[str, float], None] | None,
 ) -> _OutOfFold:
     """Train on each split's first part and predict its second, as ``train`` would."""
-    oof = _OutOfFold.empty(len(w))
+    oof = _OutOfFold.empty(len(w), metrics)
     for k, (train, test) in enumerate(splits):
         if progress:
             progress(f"training {k + 1}/{len(splits)}", k / len(splits))
@@ -226,7 +215,7 @@ def _predict_out_of_fold(
         )
         for m, mode in res["modes"].items():
             oof.modes[m][mode] = oof.modes[m].get(mode, 0) + 1
-        for m in METRICS:
+        for m in metrics:
             value, lo, hi, ex, _ = res["auto"][m]
             oof.auto[m][test], oof.lower[m][test], oof.upper[m][test], oof.extrap[m][test] = value, lo, hi, ex
             oof.glob[m][test] = res["global"][m][0]
@@ -238,7 +227,7 @@ def _predict_out_of_fold(
                 sub = [c for c in cands if c.feature_set == fs]
                 sub = sub or default_candidates((fs,), n_rows=len(train))
                 r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
-                for m in METRICS:
+                for m in metrics:
                     oof.feature_sets[fs][m][test] = r["auto"][m][0]
     return oof
 
@@ -249,7 +238,7 @@ def _metric_entries(
     """Per metric: the error summary, coverage, extrapolated share, and the global model's MRE."""
     metrics: dict[str, dict[str, Any]] = {}
     repeated = len(np.unique(groups)) < len(groups)
-    for m in METRICS:
+    for m in ys:
         y = ys[m]
         entry = error_summary(oof.auto[m], y)
         if repeated:
@@ -272,7 +261,7 @@ def _region_entries(oof: _OutOfFold, ys: dict[str, np.ndarray], w: np.ndarray) -
         if not mask.any():
             continue
         entry: dict[str, Any] = {"n": int(mask.sum())}
-        for m in METRICS:
+        for m in ys:
             y = ys[m][mask]
             rp = oof.regions[region][m][mask]
             entry[m] = {
@@ -289,7 +278,7 @@ def _physics_entries(
 ) -> dict[str, Any]:
     """The physics check: each derivable metric from predicted IOPS against its own model."""
     out: dict[str, Any] = {}
-    for m in DERIVABLE:
+    for m in (d for d in DERIVABLE if d in ys and "iops" in ys):
         derived = derive_metric(m, oof.auto["iops"], w)
         out[m] = {
             "derived_from_iops_mre": float(relative_errors(derived, ys[m]).mean()),
@@ -321,29 +310,30 @@ def _evaluate(
     start = time.monotonic()
     groups = workload_groups(w)
     cands = candidates or default_candidates(feature_sets, n_rows=int(groups.max()) + 1)
+    metrics = [m for m in METRICS if m in ys]  # the metrics the data has, as training trains them
     oof = _predict_out_of_fold(
-        clean, w, splits, inner=inner, budget=budget, candidates=candidates, cands=cands,
+        clean, w, metrics, splits, inner=inner, budget=budget, candidates=candidates, cands=cands,
         feature_sets=feature_sets, compare_feature_sets=compare_feature_sets, progress=progress,
     )
     scored = np.sort(np.concatenate([test for _, test in splits]))
     w, clean, groups, oof = w[scored], clean.iloc[scored], groups[scored], oof.take(scored)
     ys = {m: y[scored] for m, y in ys.items()}
-    metrics = _metric_entries(oof, ys, groups)
-    report = EvaluationReport(device, method, len(scored), metrics)
+    entries = _metric_entries(oof, ys, groups)
+    report = EvaluationReport(device, method, len(scored), entries)
     report.points = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(
-        **{m: ys[m] for m in METRICS},
-        **{f"pred_{m}": oof.auto[m] for m in METRICS},
-        **{f"pred_{m}_lower": oof.lower[m] for m in METRICS},
-        **{f"pred_{m}_upper": oof.upper[m] for m in METRICS},
-        **{f"{m}_extrapolated": oof.extrap[m] for m in METRICS},
+        **{m: ys[m] for m in metrics},
+        **{f"pred_{m}": oof.auto[m] for m in metrics},
+        **{f"pred_{m}_lower": oof.lower[m] for m in metrics},
+        **{f"pred_{m}_upper": oof.upper[m] for m in metrics},
+        **{f"{m}_extrapolated": oof.extrap[m] for m in metrics},
     )
     if compare_feature_sets:
         report.feature_sets = {
-            fs: {m: float(relative_errors(oof.feature_sets[fs][m], ys[m]).mean()) for m in METRICS}
+            fs: {m: float(relative_errors(oof.feature_sets[fs][m], ys[m]).mean()) for m in metrics}
             for fs in FEATURE_SETS
         }
     report.regions = _region_entries(oof, ys, w)
-    report.physics = _physics_entries(oof, ys, w, metrics)
+    report.physics = _physics_entries(oof, ys, w, entries)
     report.noise_floor = noise_floor(clean)
     report.seconds = time.monotonic() - start
     return report
@@ -366,11 +356,8 @@ def evaluate_device(
     """
     datadir.catalog.get_device(device)
     frame = datadir.catalog.measurements(device)
-    if holdout is None:
-        return evaluate_frame(
-            frame, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
-        )
-    return evaluate_holdout(
-        frame, holdout, device=device, folds=folds, time_budget_s=time_budget_s, progress=progress, **kw
+    return evaluate_frame(
+        frame, holdout=holdout, device=device, folds=folds, time_budget_s=time_budget_s,
+        progress=progress, **kw,
     )
 

@@ -27,9 +27,10 @@ it lists the device's files until it has registered its version, as ``train --de
 does, so no sweep, ingest, train or delete of the device runs meanwhile.
 
 A failed device (too little data, a bug, a worker that died, another writer holding it)
-is recorded with a one-line reason and the others go on.  By default the work runs on a ``LocalCluster`` of one
-single-threaded process per core; ``scheduler="tcp://host:8786"`` runs the same tasks on
-an existing cluster, whose workers must see the data directory at the same path.
+is recorded with a one-line reason and the others go on.  By default the work runs on a
+``LocalCluster`` of one single-threaded process per core; ``scheduler="tcp://host:8786"``
+runs the same tasks on an existing cluster, whose workers must see the data directory at
+the same path.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -23,6 +24,9 @@ from modeling.workload import METRICS, WORKLOAD_FIELDS
 
 ACTIVATION_MARGIN = 0.10
 """A new version may be this much (relative) worse than the active one and still be activated."""
+NOISE_SE = 2.0
+"""... or this many standard errors of the difference of the two cross-validated errors."""
+DEFAULT_FOLDS = 5
 
 
 def data_hash(frame: pd.DataFrame) -> str:
@@ -155,7 +159,9 @@ def _fit(
         },
         # the stored evaluation's MRE: what `models list`, the API and `make run` all show
         "cv_mre": {m: float(e["mre"]) for m, e in summary["evaluation"]["metrics"].items() if m in METRICS},
-        "cv_fold_std": {m: float(e["global"]["cv_fold_std"]) for m, e in summary["metrics"].items()},
+        # the fold-to-fold spread of those same errors (the activation gate's noise)
+        "cv_fold_std": {m: float(e["fold_std"]) for m, e in summary["evaluation"]["metrics"].items()
+                        if m in METRICS},
         "time_budget_s": time_budget_s,
     }
     return model, manifest
@@ -255,11 +261,15 @@ def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *
                         force: bool) -> dict[str, Any]:
     """Whether a new version may replace the active one, and why (both errors per metric).
 
-    A new version whose cross-validated error is worse than the active one's, on any
-    metric both have, by more than the noise -- the larger of ``ACTIVATION_MARGIN`` of the
-    active error and either version's fold-to-fold spread -- is registered but not
-    activated, unless ``force``.  A version that lacks a metric the active one has is
-    held back the same way.
+    Both versions' ``cv_mre`` are the mean out-of-fold error of the model as served, and
+    ``cv_fold_std`` the fold-to-fold spread of those same errors.  A mean over k folds is
+    uncertain by its standard error, ``std / sqrt(k)``, so the noise of a difference of two
+    is ``sqrt(se_active**2 + se_new**2)``.  A new version whose error is worse than the
+    active one's, on any metric both have, by more than ``NOISE_SE`` of those standard
+    errors and more than ``ACTIVATION_MARGIN`` of the active error, is registered but not
+    activated, unless ``force``.  A version that lacks a metric the active one has is held
+    back the same way.  (A worse version cannot excuse itself by its own erratic folds:
+    its spread counts divided by ``sqrt(k)``, as any mean's.)
     """
     base: dict[str, Any] = {"activated": False, "forced": force, "previous": None, "worse": {}}
     if not activate:
@@ -268,7 +278,9 @@ def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *
         return {**base, "activated": True, "reason": "no active version"}
     old_err = active.manifest.get("cv_mre") or {}
     old_std = active.manifest.get("cv_fold_std") or {}
+    old_k = max(int(active.manifest.get("folds") or DEFAULT_FOLDS), 1)
     new_err, new_std = manifest["cv_mre"], manifest["cv_fold_std"]
+    new_k = max(int(manifest.get("folds") or DEFAULT_FOLDS), 1)
     worse: dict[str, dict[str, float | None]] = {}
     for metric, old in old_err.items():
         if old is None:
@@ -277,8 +289,9 @@ def activation_decision(active: ModelVersion | None, manifest: dict[str, Any], *
         if new is None:
             worse[metric] = {"active": float(old), "new": None, "margin": None}
             continue
-        margin = max(ACTIVATION_MARGIN * float(old), float(old_std.get(metric) or 0.0),
-                     float(new_std.get(metric) or 0.0))
+        noise = math.hypot(float(old_std.get(metric) or 0.0) / math.sqrt(old_k),
+                           float(new_std.get(metric) or 0.0) / math.sqrt(new_k))
+        margin = max(ACTIVATION_MARGIN * float(old), NOISE_SE * noise)
         if new - float(old) > margin:
             worse[metric] = {"active": float(old), "new": float(new), "margin": margin}
     base = {**base, "previous": active.version, "worse": worse}

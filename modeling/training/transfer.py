@@ -151,7 +151,8 @@ def fit_transfer_model(
         "feature_sets": ["extended"],
         "data_regions": sorted(data_regions),
         # out-of-fold errors of the transferred metrics (leave-one-out), as a training's evaluation
-        "evaluation": {"metrics": {m: {"mre": e["global"]["cv_mre"]} for m, e in report.items()}},
+        "evaluation": {"metrics": {m: {"mre": e["global"]["cv_mre"], "fold_std": e["global"]["cv_fold_std"]}
+                                   for m, e in report.items()}},
     }
     return model, summary
 

@@ -22,6 +22,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from threadpoolctl import threadpool_limits
 
+from collectors.ingest.batch import STAGING_PREFIX
+from modeling.store.workdirs import remove_stale_workdirs
 from service.api import errors
 from service.api.deps import ServiceState
 from service.api.limits import BodyLimitMiddleware
@@ -52,11 +54,14 @@ is set, the mutating endpoints (upload, retrain, activate) need `Authorization: 
 def preload_models(state: ServiceState) -> None:
     """Load every device's active model into the registry cache (what /readyz reports).
 
-    Jobs left unfinished by a process that died are marked interrupted first.
+    Jobs left unfinished by a process that died are marked interrupted first, and the
+    staging folders of imports that died are removed.
     """
     try:
         for job in state.jobs.recover():
             log.warning("job %s (%s of %s) was interrupted by a crash", job.id, job.kind, job.device)
+        for folder in remove_stale_workdirs(state.datadir.measurements_dir, STAGING_PREFIX):
+            log.warning("removed %s, left by an import that died", folder)
         for dev in state.datadir.catalog.list_devices():
             try:
                 if state.datadir.catalog.active_model_version(dev.name) is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -43,13 +44,32 @@ CandidatesOption = Annotated[
 ]
 
 
-def fleet_request(device: str | None, devices: str | None, all_devices: bool) -> list[str] | None:
-    """The names or globs of a many-device run, or None for the single ``--device``."""
+@dataclass(frozen=True)
+class FleetRun:
+    """A many-device run: which devices (names or globs, or ``--all``), where, and how to print."""
+
+    patterns: list[str]
+    all_devices: bool
+    scheduler: str | None
+    workers: int | None
+    json_output: bool
+
+
+def fleet_request(
+    device: str | None,
+    devices: str | None,
+    all_devices: bool,
+    scheduler: str | None,
+    workers: int | None,
+    json_output: bool,
+) -> FleetRun | None:
+    """The many-device run named by the options, or None for the single ``--device``."""
     if sum([device is not None, devices is not None, all_devices]) != 1:
         raise InvalidInput("name exactly one of --device NAME, --devices A,B,GLOB* or --all")
     if device is not None:
         return None
-    return [d.strip() for d in (devices or "").split(",") if d.strip()]
+    patterns = [d.strip() for d in (devices or "").split(",") if d.strip()]
+    return FleetRun(patterns, all_devices, scheduler, workers, json_output)
 
 
 def fit_options(features: str, candidates: str | None) -> dict[str, Any]:
@@ -64,31 +84,18 @@ def fit_options(features: str, candidates: str | None) -> dict[str, Any]:
     return {"feature_sets": feature_sets, "candidates": candidates_of_kinds(kinds, feature_sets)}
 
 
-def train_many(
-    patterns: list[str],
-    *,
-    all_devices: bool,
-    scheduler: str | None,
-    workers: int | None,
-    activate: bool,
-    json_output: bool,
-    **fit_kw: Any,
-) -> None:
-    """Train the named devices on Dask; exit status 1 when any failed."""
-    from modeling.training.fleet import select_devices, train_fleet
+def train_many(run: FleetRun, *, activate: bool, **fit_kw: Any) -> None:
+    """Train the run's devices on Dask; exit status 1 when any failed."""
+    from modeling.training.fleet import train_fleet
 
-    data = datadir()
-    devices = select_devices(data, patterns, all_devices=all_devices)
     report = _run(
-        devices,
+        run,
         "training",
-        scheduler,
-        workers,
-        lambda client, progress: train_fleet(
+        lambda data, devices, client, progress: train_fleet(
             data, devices, client, activate=activate, progress=progress, **fit_kw
         ),
     )
-    if json_output:
+    if run.json_output:
         print_json(
             {
                 **_summary(report),
@@ -121,28 +128,18 @@ def train_many(
     _exit_on_failures(report)
 
 
-def evaluate_many(
-    patterns: list[str],
-    *,
-    all_devices: bool,
-    scheduler: str | None,
-    workers: int | None,
-    json_output: bool,
-    **evaluate_kw: Any,
-) -> None:
-    """Evaluate the named devices on Dask; exit status 1 when any failed."""
-    from modeling.training.fleet import evaluate_fleet, select_devices
+def evaluate_many(run: FleetRun, **evaluate_kw: Any) -> None:
+    """Evaluate the run's devices on Dask; exit status 1 when any failed."""
+    from modeling.training.fleet import evaluate_fleet
 
-    data = datadir()
-    devices = select_devices(data, patterns, all_devices=all_devices)
     report = _run(
-        devices,
+        run,
         "evaluating",
-        scheduler,
-        workers,
-        lambda client, progress: evaluate_fleet(data, devices, client, progress=progress, **evaluate_kw),
+        lambda data, devices, client, progress: evaluate_fleet(
+            data, devices, client, progress=progress, **evaluate_kw
+        ),
     )
-    if json_output:
+    if run.json_output:
         print_json(
             {
                 **_summary(report),
@@ -165,14 +162,18 @@ def evaluate_many(
     _exit_on_failures(report)
 
 
-def _run(devices: list[str], verb: str, scheduler: str | None, workers: int | None, work: Any) -> FleetReport:
-    from modeling.training.fleet import dask_client
+def _run(run: FleetRun, verb: str, work: Any) -> FleetReport:
+    """``work(data, devices, client, progress)`` on the run's devices and Dask client."""
+    from modeling.training.fleet import dask_client, select_devices
 
+    data = datadir()
+    devices = select_devices(data, run.patterns, all_devices=run.all_devices)
     settings = get_settings()
-    address = scheduler or settings.scheduler
-    where = address or f"a local cluster of {workers or settings.fleet_workers or 'one worker per core'}"
+    address = run.scheduler or settings.scheduler
+    workers = run.workers or settings.fleet_workers
+    where = address or f"a local cluster of {workers or 'one worker per core'}"
     err_console.print(f"{verb} {len(devices)} devices on {where}", highlight=False)
-    with dask_client(address, workers=workers or settings.fleet_workers) as client, progress_bar() as bar:
+    with dask_client(address, workers=workers) as client, progress_bar() as bar:
         task = bar.add_task(verb, total=len(devices))
 
         def progress(result: DeviceResult, done: int, total: int) -> None:
@@ -180,7 +181,7 @@ def _run(devices: list[str], verb: str, scheduler: str | None, workers: int | No
                 task, completed=done, description=f"{result.device} {'ok' if result.ok else 'FAILED'}"[:32]
             )
 
-        report: FleetReport = work(client, progress)
+        report: FleetReport = work(data, devices, client, progress)
     return report
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from modeling.serving.fleet_rank import FleetRanking
+    from service.cli.fleet import FleetRun
 
 RankByOption = Annotated[
     str | None,
@@ -40,13 +41,11 @@ MAX_TABLE_ROWS = 2_000
 
 
 def predict_many(
-    patterns: list[str],
+    run: FleetRun,
     *,
-    all_devices: bool,
     workload: Workload | None,
     input_csv: Path | None,
     output: str | None,
-    json_output: bool,
     model: str,
     rank_by: str | None,
     top: int | None,
@@ -59,7 +58,7 @@ def predict_many(
     from modeling.store.device_selection import select_devices
 
     data = datadir()
-    devices = select_devices(data, patterns, all_devices=all_devices)
+    devices = select_devices(data, run.patterns, all_devices=run.all_devices)
     how = {"rank_by": rank_by or "latency_p99_us", "model": model}
     if input_csv is not None:
         frame, ranking = rank_csv(data, devices, input_csv, top=top, **how)
@@ -67,7 +66,7 @@ def predict_many(
         assert workload is not None
         frame = pd.DataFrame([workload.as_row()])
         ranking = rank_devices(ModelRegistry(data), devices, {c: frame[c] for c in frame}, top=top, **how)
-    if json_output:
+    if run.json_output:
         import orjson
 
         doc = orjson.dumps(ranking.as_json(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_INDENT_2)

@@ -88,16 +88,12 @@ def train(
     from modeling.training.train import train_device
 
     fit_kw = fit_options(features, candidates)
-    patterns = fleet_request(device, devices, all_devices)
-    if patterns is not None:
+    fleet = fleet_request(device, devices, all_devices, scheduler, workers, json_output)
+    if fleet is not None:
         train_many(
-            patterns,
-            all_devices=all_devices,
-            scheduler=scheduler,
-            workers=workers,
+            fleet,
             activate=activate is not False,
             force_activate=activate is True,
-            json_output=json_output,
             folds=folds,
             time_budget_s=time_budget,
             wait=wait,
@@ -174,7 +170,7 @@ def _print_manifest_summary(manifest: dict[str, Any]) -> None:
             continue
         g = m["global"]
         auto = [r for r, e in m.get("regions", {}).items() if e.get("auto")]
-        # the fold-to-fold spread says how much of a difference between versions is noise
+        # the global model's fold-to-fold spread: how much its CV error varies by chance
         spread = f" ± {g['cv_fold_std']:.2%}" if g.get("cv_fold_std") is not None else ""
         table.add_row(
             metric, m["mode"], g["estimator"], g["feature_set"], f"{g['cv_mre']:.2%}{spread}",
@@ -203,20 +199,11 @@ def evaluate(
     from modeling.training.evaluate import evaluate_device
 
     fit_kw = fit_options(features, candidates)
-    patterns = fleet_request(device, devices, all_devices)
-    if patterns is not None:
+    fleet = fleet_request(device, devices, all_devices, scheduler, workers, json_output)
+    if fleet is not None:
         if holdout is not None:
             raise InvalidInput("--holdout is for one --device; many devices are cross-validated")
-        evaluate_many(
-            patterns,
-            all_devices=all_devices,
-            scheduler=scheduler,
-            workers=workers,
-            json_output=json_output,
-            folds=folds,
-            time_budget_s=time_budget,
-            **fit_kw,
-        )
+        evaluate_many(fleet, folds=folds, time_budget_s=time_budget, **fit_kw)
         return
     assert device is not None
     held = _read_holdout(Path(holdout)) if holdout is not None else None
@@ -260,19 +247,21 @@ def evaluate(
             *(f"{fs[s][metric]:.2%}" if s in fs else "-" for s in ("basic", "extended")),
         )
     console.print(table)
+    metrics = [m for m in METRICS if m in report["metrics"]]  # the metrics the data has
     if report.get("regions"):
-        rt = cli_table("region", "n", *METRICS, ids=("region",), title="MRE: global / region model / auto")
+        rt = cli_table("region", "n", *metrics, ids=("region",), title="MRE: global / region model / auto")
         for region, e in report["regions"].items():
             cells = [
                 f"{e[m]['global']:.1%} / {'-' if e[m]['region'] is None else format(e[m]['region'], '.1%')}"
                 f" / {e[m]['auto']:.1%}"
-                for m in METRICS
+                for m in metrics
             ]
             rt.add_row(region, str(e["n"]), *cells)
         console.print(rt)
     noise = report.get("noise_floor")
     if noise:
-        console.print("noise floor (repeat CV): " + ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in METRICS))
+        console.print("noise floor (repeat CV): "
+                      + ", ".join(f"{m} {noise[m]['cv']:.1%}" for m in metrics if m in noise))
     else:
         console.print("noise floor: no repeated workloads in the data")
 
@@ -308,19 +297,18 @@ def predict(
     """
     from modeling.serving.predict import predict as predict_one
 
-    patterns = fleet_request(device, devices, all_devices)
+    fleet = fleet_request(device, devices, all_devices, None, None, json_output)  # no Dask: no cluster
     workload = None if input_csv is not None else _workload_from_options(
         write_ratio=write_ratio, queue_depth=queue_depth, request_size=request_size, randomness=randomness,
         numjobs=numjobs, read_size=read_size, write_size=write_size, read_randomness=read_randomness,
         write_randomness=write_randomness,
     )
-    if patterns is not None:
+    if fleet is not None:
         if version is not None:
             raise InvalidInput("--version is for one --device; many devices predict with their active models")
         predict_many(
-            patterns, all_devices=all_devices, workload=workload,
-            input_csv=None if input_csv is None else Path(input_csv), output=output,
-            json_output=json_output, model=model, rank_by=rank_by, top=top,
+            fleet, workload=workload, input_csv=None if input_csv is None else Path(input_csv),
+            output=output, model=model, rank_by=rank_by, top=top,
         )
         return
     if rank_by is not None or top is not None:

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.table import Table
 
+    from traces.predict import TracePrediction
+
 from service.cli.common import (
     DeviceOption,
     JsonOption,
@@ -39,6 +41,21 @@ MethodOpt = Annotated[
 WindowReqOpt = Annotated[
     Optional[int], typer.Option("--window-requests", help="N requests per window", min=1)
 ]
+WindowsCsvOpt = Annotated[
+    Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
+]
+
+
+def _emit(result: TracePrediction, output: Path | None, json_out: bool, label: str) -> bool:
+    """Write the window table (``-o``), then print the JSON (True: nothing more to print) or the warnings."""
+    if output is not None:
+        result.windows.to_csv(output, index=False)
+    if json_out:
+        print_json(result.to_dict())
+        return True
+    for w in result.warnings:
+        console.print(f"[yellow]{label}:[/] {w}", highlight=False)
+    return False
 
 
 def parse_duration(text: str) -> float:
@@ -69,9 +86,7 @@ def characterize_cmd(
     window: WindowOpt = "1s",
     window_requests: WindowReqOpt = None,
     json_out: JsonOption = False,
-    output: Annotated[
-        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
-    ] = None,
+    output: WindowsCsvOpt = None,
 ) -> None:
     """One workload vector per window plus a whole-trace summary (CSV feeds `predict --input`)."""
     from traces.characterize import characterize
@@ -207,6 +222,7 @@ def replay_cmd(
         window_s=parse_duration(window),
         lanes=lanes,
         fio=get_settings().fio,
+        catalog=datadir().catalog,
     )
     if json_out:
         print_json(result.to_dict())
@@ -241,9 +257,7 @@ def validate_cmd(
         Optional[Path], typer.Option("--plot", help="PNG path (default: FILE.validation.png)")
     ] = None,
     json_out: JsonOption = False,
-    output: Annotated[
-        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
-    ] = None,
+    output: WindowsCsvOpt = None,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate import validate_trace
@@ -264,13 +278,8 @@ def validate_cmd(
         method=method,
         fio=get_settings().fio,
     )
-    if output is not None:
-        report.windows.to_csv(output, index=False)
-    if json_out:
-        print_json(report.to_dict())
+    if _emit(report, output, json_out, "warning"):
         return
-    for w in report.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
     cols = ["window_start_s", "offered_iops", "utilisation", "saturated", "pred_latency_mean_us",
             "latency_mean_us", "pred_latency_p99_us", "latency_p99_us", "pred_iops", "iops"]
     shown = [c for c in cols if c in report.windows.columns]
@@ -301,9 +310,7 @@ def predict_cmd(
     window_requests: WindowReqOpt = None,
     method: MethodOpt = "open-loop",
     json_out: JsonOption = False,
-    output: Annotated[
-        Optional[Path], typer.Option("-o", "--output", help="write the window table as CSV")
-    ] = None,
+    output: WindowsCsvOpt = None,
 ) -> None:
     """What the trace's load does on the device, per window: latency, in flight, utilisation, saturation."""
     from traces.predict import predict_trace
@@ -312,13 +319,8 @@ def predict_cmd(
         datadir(), device, file, fmt=fmt, window_s=parse_duration(window),
         window_requests=window_requests, method=method,
     )
-    if output is not None:
-        result.windows.to_csv(output, index=False)
-    if json_out:
-        print_json(result.to_dict())
+    if _emit(result, output, json_out, "note"):
         return
-    for w in result.warnings:
-        console.print(f"[yellow]note:[/] {w}", highlight=False)
     s = result.summary
     console.print(
         f"{s['windows']} windows, offered {s['offered_iops']:.0f} IO/s ({s['offered_mib_s']:.1f} MiB/s) on "

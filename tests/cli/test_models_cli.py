@@ -24,6 +24,10 @@ def quick_candidates(monkeypatch):
         monkeypatch.setattr(module, "default_candidates", lambda *a, **k: fast_candidates())
 
 
+# one workload, as the predict command's options
+WORKLOAD = ("--write-ratio", "0.3", "--queue-depth", "8", "--request-size", "16k", "--randomness", "1")
+
+
 def run(*args: str):
     return runner.invoke(app, list(args))
 
@@ -44,39 +48,12 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
     r = run("evaluate", "--device", "synth", "--folds", "2", "--time-budget", "1")
     assert r.exit_code == 0 and "MRE" in r.output
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-        "--json",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD, "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["predictions"]["iops"]["value"] > 0 and out["predictions"]["iops"]["lower"] is not None
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-        "--model",
-        "global",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD, "--model", "global")
     assert r.exit_code == 0 and "iops" in r.output
 
     src = tmp_path / "in.csv"
@@ -101,34 +78,10 @@ def test_train_evaluate_predict_and_models(device_with_data, tmp_path):
 
 
 def test_errors_are_one_line(device_with_data):
-    r = run(
-        "predict",
-        "--device",
-        "ghost",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-    )
+    r = run("predict", "--device", "ghost", *WORKLOAD)
     assert r.exit_code == 2 and "unknown device" in r.output
 
-    r = run(
-        "predict",
-        "--device",
-        "synth",
-        "--write-ratio",
-        "0.3",
-        "--queue-depth",
-        "8",
-        "--request-size",
-        "16k",
-        "--randomness",
-        "1",
-    )
+    r = run("predict", "--device", "synth", *WORKLOAD)
     assert r.exit_code == 2 and "ssdpredict train" in r.output
 
     r = run("models", "show", "--device", "synth")
@@ -150,7 +103,7 @@ def test_errors_are_one_line(device_with_data):
     ],
 )
 def test_invalid_workload_names_the_field(device_with_data, args, field):
-    base = {"--write-ratio": "0.3", "--queue-depth": "8", "--request-size": "16k", "--randomness": "1"}
+    base = dict(zip(WORKLOAD[::2], WORKLOAD[1::2], strict=True))
     base[args[0]] = args[1]
     flat = [x for kv in base.items() for x in kv]
     r = run("predict", "--device", "synth", *flat)
@@ -227,3 +180,39 @@ def test_train_with_a_reference(device_with_data, datadir):
     assert r.exit_code == 0 and "reference synth" in r.output, r.output
     r = run("train", "--device", "half", "--reference", "nosuch")
     assert r.exit_code != 0 and "nosuch" in r.output and "Traceback" not in r.output
+
+
+THREE_METRICS = ["latency_mean_us", "iops", "bandwidth_mib_s"]
+
+
+@pytest.mark.slow
+def test_evaluate_the_metrics_the_data_has(tmp_path):
+    # issue 12: a CSV with three of the four metrics trains; evaluate must work on it too
+    csv = tmp_path / "three-metrics.csv"
+    synthetic_rows(repeats=2)[["write_ratio", "queue_depth", "request_size", "randomness", "numjobs",
+                               *THREE_METRICS]].to_csv(csv, index=False)
+    assert run("ingest", "--device", "three", str(csv)).exit_code == 0
+    r = run("evaluate", "--device", "three", "--folds", "2", "--time-budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert set(report["metrics"]) == set(THREE_METRICS)
+    assert all(e["n"] == 256 and e["mre"] < 0.5 for e in report["metrics"].values())
+    assert set(report["noise_floor"]) == {"n_workloads", "n_rows", *THREE_METRICS}
+    assert all(set(by_metric) == set(THREE_METRICS) for by_metric in report["feature_sets"].values())
+    r = run("evaluate", "--device", "three", "--folds", "2", "--time-budget", "1")
+    assert r.exit_code == 0 and "MRE" in r.output and "noise floor (repeat CV): latency_mean_us" in r.output
+    assert "latency_p99_us" not in r.output, r.output
+    # training the same repeated runs gives their noise floor too, over the same metrics
+    r = run("train", "--device", "three", "--folds", "2", "--time-budget", "1")
+    assert r.exit_code == 0, r.output
+    mv = json.loads(run("models", "show", "--device", "three", "--json").stdout)
+    assert set(mv["manifest"]["evaluation"]["noise_floor"]) == {"n_workloads", "n_rows", *THREE_METRICS}
+    # without IOPS: nothing derives from it, the rest is still evaluated
+    synthetic_rows()[["write_ratio", "queue_depth", "request_size", "randomness", "numjobs",
+                      "latency_mean_us", "latency_p99_us"]].to_csv(csv, index=False)
+    assert run("ingest", "--device", "noiops", str(csv)).exit_code == 0
+    r = run("evaluate", "--device", "noiops", "--folds", "2", "--time-budget", "1", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert set(report["metrics"]) == {"latency_mean_us", "latency_p99_us"}
+    assert set(report["physics"]) == {"modes"}

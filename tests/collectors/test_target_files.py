@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -82,16 +82,6 @@ def test_own_scratch_file_is_swept_again_but_not_a_file_put_in_its_place(
     code, output = _sweep(path, "--size", "12MiB", "--runtime", "2s")
     assert code == 2 and "did not create" in output
     assert sha256_of(path) == before
-
-
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 MiB tmpfs."""
-    point = tmp_path / "small"
-    point.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(point)], check=True)
-    yield point
-    subprocess.run(["umount", str(point)], check=True)
 
 
 @pytest.mark.fio

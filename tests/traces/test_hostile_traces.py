@@ -52,6 +52,10 @@ CASES = {
     "mqsim-zero-sizes": ("mqsim", "0 0 8 0 1\n10 0 16 0 1\n", "line 1: request size 0"),
     "generic-negative-time": ("csv", GENERIC.format(row="-2.0,read,0,4096,100"), "line 3: timestamp"),
     "generic-infinite-time": ("csv", GENERIC.format(row="inf,read,0,4096,100"), "line 3: timestamp"),
+    # finite but past int64 window numbers (found by the fuzz suite at 1000 examples)
+    "generic-huge-time": ("csv", GENERIC.format(row="1e30,read,0,4096,100"), "line 3: timestamp"),
+    "iolog-v3-huge-time": ("fio", "fio version 3 iolog\n0 /dev/sdb read 0 4096\n"
+                           f"{HUGE} /dev/sdb read 0 4096\n", "line 3: timestamp"),
     "generic-latency-abc": ("csv", GENERIC.format(row="0.1,read,0,4096,abc"), "line 3"),
     "generic-negative-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,-7"), "line 3: latency"),
     "generic-fractional-offset": ("csv", GENERIC.format(row="0.1,read,0.5,4096,7"), "line 3: offset"),

@@ -84,14 +84,18 @@ def test_validate_cli_unknown_device(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown device" in res.output
 
 
+def _validated(client: TestClient, name: str, form: dict[str, str]) -> dict:
+    """The answer of /validate on the data file ``name`` for the trained device (must be 200)."""
+    blob = (DATA / name).read_bytes()
+    res = client.post("/v1/devices/synth/validate", files={"file": (name, blob)}, data=form)
+    assert res.status_code == 200, res.text
+    return res.json()  # type: ignore[no-any-return]
+
+
 def test_validate_route(trained: DataDir) -> None:
     client = TestClient(create_app(get_settings()))
     blob = (DATA / "sample.blktrace.0").read_bytes()
-    res = client.post(
-        "/v1/devices/synth/validate", files={"file": ("sample.blktrace.0", blob)}, data={"window_s": "0.1"}
-    )
-    assert res.status_code == 200, res.text
-    doc = res.json()
+    doc = _validated(client, "sample.blktrace.0", {"window_s": "0.1"})
     assert len(doc["windows"]) == 4 and doc["summary"]["trace"]["requests"] == 963
     assert set(doc["summary"]["errors"]) == set(METRICS)
     _check_errors(doc["windows"], "iops")
@@ -104,13 +108,7 @@ def test_validate_route(trained: DataDir) -> None:
 
 
 def test_validate_route_trace_without_latency(trained: DataDir) -> None:
-    client = TestClient(create_app(get_settings()))
-    blob = (DATA / "tpcc-small.trace").read_bytes()
-    res = client.post(
-        "/v1/devices/synth/validate", files={"file": ("tpcc.trace", blob)}, data={"window_requests": "1000"}
-    )
-    assert res.status_code == 200, res.text
-    doc = res.json()
+    doc = _validated(TestClient(create_app(get_settings())), "tpcc-small.trace", {"window_requests": "1000"})
     assert doc["summary"]["errors"] == {} and doc["warnings"]
     assert [w["requests"] for w in doc["windows"]] == [1000] * 6 + [999]
     assert all("latency_mean_us" not in w and w["pred_latency_mean_us"] > 0 for w in doc["windows"])

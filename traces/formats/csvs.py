@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -88,6 +89,34 @@ def _ops(series: pd.Series, locate: Locate, path: Path, what: str) -> tuple[np.n
     return is_w | is_r, is_w
 
 
+class _Requests(NamedTuple):
+    """A block's read and write rows: positions, write flags, line locator, times since ``t0``."""
+
+    kept: np.ndarray
+    is_write: np.ndarray
+    locate: Locate
+    time: np.ndarray
+    t0: float
+
+
+def _requests(
+    df: pd.DataFrame, block: bytes, first_line: int, path: Path, what: str, op: str, time: str,
+    t0: float | None,
+) -> _Requests | None:
+    """The rows of ``df`` whose ``op`` is a read or a write (None when there is none).
+
+    Times count from ``t0``, or from this block's first request when ``t0`` is None.
+    """
+    keep, is_w = _ops(df[op], lines_locator(block, first_line), path, what)
+    if not keep.any():
+        return None
+    kept = np.flatnonzero(keep)
+    locate = lines_locator(block, first_line, kept)
+    ts = float_field(df[time].to_numpy()[kept], time, path, locate)
+    start = float(ts[0]) if t0 is None else t0
+    return _Requests(kept, is_w[kept], locate, ts - start, start)
+
+
 def _msr(path: Path) -> Iterator[TraceChunk]:
     t0: float | None = None
     for first_line, block in iter_blocks(path):
@@ -103,19 +132,15 @@ def _msr(path: Path) -> Iterator[TraceChunk]:
             "MSR Cambridge CSV",
             ("timestamp", "disk", "offset", "size", "response_time"),
         )
-        keep, is_w = _ops(df["type"], lines_locator(block, first_line), path, "MSR Cambridge CSV")
-        if not keep.any():
+        rows = _requests(df, block, first_line, path, "MSR Cambridge CSV", "type", "timestamp", t0)
+        if rows is None:
             continue
-        kept = np.flatnonzero(keep)
-        locate = lines_locator(block, first_line, kept)
-        ts = float_field(df["timestamp"].to_numpy()[kept], "timestamp", path, locate)
-        if t0 is None:
-            t0 = float(ts[0])
+        kept, locate, t0 = rows.kept, rows.locate, rows.t0
         yield request_chunk(
             path,
             locate,
-            (ts - t0) * TICK,
-            is_w[kept],
+            rows.time * TICK,
+            rows.is_write,
             int_field(df["offset"].to_numpy()[kept], "offset", path, locate),
             int_field(df["size"].to_numpy()[kept], "size", path, locate),
             float_field(df["response_time"].to_numpy()[kept], "response time", path, locate, scale=TICK),
@@ -132,19 +157,15 @@ def _spc(path: Path) -> Iterator[TraceChunk]:
         df = _frame(
             block, (*SPC_COLUMNS, *extra), first_line, path, "SPC CSV", ("asu", "lba", "size", "timestamp")
         )
-        keep, is_w = _ops(df["opcode"], lines_locator(block, first_line), path, "SPC CSV")
-        if not keep.any():
+        rows = _requests(df, block, first_line, path, "SPC CSV", "opcode", "timestamp", t0)
+        if rows is None:
             continue
-        kept = np.flatnonzero(keep)
-        locate = lines_locator(block, first_line, kept)
-        ts = float_field(df["timestamp"].to_numpy()[kept], "timestamp", path, locate)
-        if t0 is None:
-            t0 = float(ts[0])
+        kept, locate, t0 = rows.kept, rows.locate, rows.t0
         yield request_chunk(
             path,
             locate,
-            ts - t0,
-            is_w[kept],
+            rows.time,
+            rows.is_write,
             int_field(df["lba"].to_numpy()[kept], "lba", path, locate, scale=SECTOR),
             int_field(df["size"].to_numpy()[kept], "size", path, locate),
         )
@@ -171,12 +192,11 @@ def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
         if not block.strip():
             continue
         df = _frame(block, names, first_line, path, "generic trace CSV", numeric, optional)
-        keep, is_w = _ops(df["op"], lines_locator(block, first_line), path, "generic trace CSV")
-        if not keep.any():
+        # the generic CSV's times are taken as written (t0 = 0: no shift)
+        rows = _requests(df, block, first_line, path, "generic trace CSV", "op", "timestamp_s", 0.0)
+        if rows is None:
             continue
-        kept = np.flatnonzero(keep)
-        locate: Locate = lines_locator(block, first_line, kept)
-        t = float_field(df["timestamp_s"].to_numpy()[kept], "timestamp_s", path, locate)
+        kept, locate, t = rows.kept, rows.locate, rows.time
         lat = None
         if "complete_s" in names:
             lat = df["complete_s"].to_numpy(np.float64)[kept] - t
@@ -186,7 +206,7 @@ def _generic(path: Path, names: list[str]) -> Iterator[TraceChunk]:
             path,
             locate,
             t,
-            is_w[kept],
+            rows.is_write,
             int_field(df["offset"].to_numpy()[kept], "offset", path, locate),
             int_field(df["size"].to_numpy()[kept], "size", path, locate),
             lat,

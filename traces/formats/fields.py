@@ -2,7 +2,9 @@
 
 A request's offset and size are whole bytes with ``0 <= offset``, ``0 < size`` and
 ``offset + size < 2**63`` (they are int64 downstream, and an overflow there would wrap
-silently); its timestamp is finite, ``>= 0`` and not before the trace's first request;
+silently); its timestamp is finite, ``>= 0``, not before the trace's first request and less than
+:data:`MAX_SPAN_S` after it (window numbers and replay timestamps are int64 downstream:
+a timestamp of 1e30 s would wrap to a window at -9.2e18 s);
 a latency, where the format has one, is finite and ``>= 0`` (NaN means "not known").
 The first bad request raises :class:`TraceFormatError` naming its position (a line
 number or a byte offset), which each parser supplies through a ``locate`` function.
@@ -19,6 +21,8 @@ from modeling.errors import TraceFormatError
 from traces.model import TraceChunk
 
 INT64_LIMIT = float(2**63)
+MAX_SPAN_S = 1e9
+"""Longest trace accepted, in seconds (about 32 years; real block traces span days)."""
 Locate = Callable[[int], str]
 """Position of row ``i`` of the arrays being checked, e.g. ``"line 12"`` or ``"byte 4096"``."""
 
@@ -98,6 +102,11 @@ def request_chunk(
             path, locate, ~(np.isfinite(time_s) & (time_s >= 0)),
             lambda i: f"timestamp {time_s[i]:g} s is before the trace's first request or not finite",
         )
+        _fail(
+            path, locate, time_s >= MAX_SPAN_S,
+            lambda i: f"timestamp {time_s[i]:g} s is {MAX_SPAN_S:g} s or more after the trace's first "
+                      "request",
+        )
         _fail(path, locate, size <= 0, lambda i: f"request size {size[i]} is not > 0")
         _fail(
             path, locate, offset > np.iinfo(np.int64).max - size,
@@ -111,4 +120,6 @@ def request_chunk(
     return TraceChunk.build(time_s, is_write, offset, size, latency_s)
 
 
-__all__ = ["INT64_LIMIT", "Locate", "float_field", "int_field", "lines_locator", "request_chunk"]
+__all__ = [
+    "INT64_LIMIT", "MAX_SPAN_S", "Locate", "float_field", "int_field", "lines_locator", "request_chunk",
+]

@@ -18,6 +18,8 @@ from modeling.store import DataDir, Sweep
 from modeling.store.delete import delete_device, delete_sweep
 from service.api.deps import DataDirDep, DeviceDep, SettingsDep, StateDep, TokenDep
 from service.api.schemas import (
+    TOKEN_ERRORS,
+    error_responses,
     DeletedPublic,
     DevicePublic,
     DevicesPublic,
@@ -75,13 +77,14 @@ def get_device(device: DeviceDep, datadir: DataDirDep) -> DevicePublic:
     response_model=SweepPublic,
     status_code=201,
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        409: {"model": ErrorResponse, "description": "another writer holds the device"},
-        413: {"model": ErrorResponse, "description": "upload larger than max_upload_bytes"},
-        422: {"model": ErrorResponse, "description": "not fio JSON nor ingest CSV (the message says where)"},
-    },
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            409: "another writer holds the device",
+            413: "upload larger than max_upload_bytes",
+            422: "not fio JSON nor ingest CSV (the message says where)",
+        }
+    ),
 )
 async def upload_sweep(
     device: DeviceDep,
@@ -120,12 +123,9 @@ def _ingest_locked(datadir: DataDir, device: str, name: str, data: bytes, device
                             max_bytes=max_bytes)
 
 
-_DELETE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"model": ErrorResponse, "description": "token required"},
-    403: {"model": ErrorResponse, "description": "wrong token"},
-    404: {"model": ErrorResponse, "description": "unknown device or sweep"},
-    409: {"model": ErrorResponse, "description": "another writer holds the device"},
-}
+_DELETE_RESPONSES = error_responses(
+    {**TOKEN_ERRORS, 404: "unknown device or sweep", 409: "another writer holds the device"}
+)
 
 
 @router.delete(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 from fastapi import APIRouter, Response
 
@@ -11,15 +9,17 @@ from modeling.serving.fleet_rank import rank_devices
 from modeling.store.device_selection import select_devices
 from service.api.deps import StateDep
 from service.api.routes.predict import check_batch_size, workload_columns
-from service.api.schemas import ErrorResponse, FleetPredictRequest, FleetPredictResponse
+from service.api.schemas import FleetPredictRequest, FleetPredictResponse, error_responses
 
 router = APIRouter(prefix="/v1/fleet", tags=["fleet"])
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorResponse, "description": "a device named is unknown, or no device could be ranked"},
-    413: {"model": ErrorResponse, "description": "more workloads than max_batch"},
-    422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"},
-}
+_ERRORS = error_responses(
+    {
+        404: "a device named is unknown, or no device could be ranked",
+        413: "more workloads than max_batch",
+        422: "invalid request (the message names the field)",
+    }
+)
 
 
 @router.post("/predict", response_model=FleetPredictResponse, responses=_ERRORS)

@@ -9,7 +9,14 @@ from fastapi import APIRouter, Body, Path
 
 from modeling.store.device_selection import select_devices
 from service.api.deps import DataDirDep, DeviceDep, JobsDep, TokenDep
-from service.api.schemas import ErrorResponse, FleetRetrainRequest, JobPublic, RetrainRequest
+from service.api.schemas import (
+    TOKEN_ERRORS,
+    ErrorResponse,
+    FleetRetrainRequest,
+    JobPublic,
+    RetrainRequest,
+    error_responses,
+)
 
 router = APIRouter(tags=["jobs"])
 
@@ -19,12 +26,13 @@ router = APIRouter(tags=["jobs"])
     response_model=JobPublic,
     status_code=202,
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        404: {"model": ErrorResponse, "description": "unknown device"},
-        409: {"model": ErrorResponse, "description": "a retrain (or other writer) of this device is running"},
-    },
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            404: "unknown device",
+            409: "a retrain (or other writer) of this device is running",
+        }
+    ),
 )
 def retrain(
     device: DeviceDep,
@@ -58,13 +66,13 @@ def retrain(
     response_model=JobPublic,
     status_code=202,
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        404: {"model": ErrorResponse, "description": "unknown device, or a reference without a model"},
-        409: {"model": ErrorResponse, "description": "one of the devices has a writer (sweep, ingest, "
-              "train, delete): nothing was started"},
-    },
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            404: "unknown device, or a reference without a model",
+            409: "one of the devices has a writer (sweep, ingest, train, delete): nothing was started",
+        }
+    ),
 )
 def retrain_many(body: FleetRetrainRequest, jobs: JobsDep, datadir: DataDirDep) -> dict[str, Any]:
     """Retrain many devices in one background job, as `ssdpredict train --all` does (on Dask).

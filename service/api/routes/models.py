@@ -9,6 +9,8 @@ from starlette.concurrency import run_in_threadpool
 from modeling.workload import REGIONS
 from service.api.deps import DeviceDep, RegistryDep, StateDep, TokenDep, VersionDep
 from service.api.schemas import (
+    TOKEN_ERRORS,
+    error_responses,
     ErrorResponse,
     ModelVersionPublic,
     ModelVersionsPublic,
@@ -48,12 +50,13 @@ def list_models(device: DeviceDep, registry: RegistryDep) -> ModelVersionsPublic
     "/v1/devices/{device}/models/{version}/activate",
     response_model=ModelVersionPublic,
     dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-        404: {"model": ErrorResponse, "description": "unknown device or version"},
-        503: {"model": ErrorResponse, "description": "the stored model fails validation"},
-    },
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            404: "unknown device or version",
+            503: "the stored model fails validation",
+        }
+    ),
 )
 async def activate_model(device: DeviceDep, version: VersionDep, state: StateDep) -> ModelVersionPublic:
     """Make a stored version the active model (rollback or roll forward); it is loaded and checked first."""

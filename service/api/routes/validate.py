@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, Depends, File, Form, UploadFile
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
-from service.api.schemas import ErrorResponse
+from service.api.schemas import TOKEN_ERRORS, error_responses
 from traces.openloop import METHODS
 from traces.predict import predict_upload
 from traces.reader import FORMATS
+from traces.upload import TraceUpload
 from traces.validate import validate_upload
 
 router = APIRouter()
@@ -42,40 +43,40 @@ _PREDICT_EXAMPLE = {
 }
 
 
-@router.post(
-    "/v1/devices/{device}/validate",
-    tags=["traces"],
-    dependencies=[TokenDep],
-    responses={
-        401: {"model": ErrorResponse, "description": "token required"},
-        403: {"model": ErrorResponse, "description": "wrong token"},
-    },
-)
-def validate_trace(
-    device: DeviceDep,
-    datadir: DataDirDep,
-    registry: RegistryDep,
+def trace_upload(
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="a block trace in any supported format")],
     format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
     window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
     window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
     method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
-) -> dict[str, Any]:
-    """Characterise an uploaded trace per window, predict each window and compare with measured values."""
-    data = file.file.read(settings.max_upload_bytes + 1)
-    return validate_upload(
-        datadir,
-        device,
-        data,
+) -> TraceUpload:
+    """The uploaded trace and its form fields (read up to one byte over the limit, to refuse it)."""
+    return TraceUpload(
+        file.file.read(settings.max_upload_bytes + 1),
         filename=file.filename or "",
         fmt=format,
         window_s=window_s,
         window_requests=window_requests,
-        max_bytes=settings.max_upload_bytes,
-        registry=registry,
         method=method,
+        max_bytes=settings.max_upload_bytes,
     )
+
+
+TraceUploadDep = Annotated[TraceUpload, Depends(trace_upload)]
+
+
+@router.post(
+    "/v1/devices/{device}/validate",
+    tags=["traces"],
+    dependencies=[TokenDep],
+    responses=error_responses(TOKEN_ERRORS),
+)
+def validate_trace(
+    device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
+) -> dict[str, Any]:
+    """Characterise an uploaded trace per window, predict each window and compare with measured values."""
+    return validate_upload(datadir, device, upload, registry)
 
 
 @router.post(
@@ -84,27 +85,7 @@ def validate_trace(
     responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}}},
 )
 def predict_trace(
-    device: DeviceDep,
-    datadir: DataDirDep,
-    registry: RegistryDep,
-    settings: SettingsDep,
-    file: Annotated[UploadFile, File(description="a block trace in any supported format")],
-    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
-    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
-    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
-    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+    device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
 ) -> dict[str, Any]:
     """What an uploaded trace's load does on the device, per window: offered load, latency, saturation."""
-    data = file.file.read(settings.max_upload_bytes + 1)
-    return predict_upload(
-        datadir,
-        device,
-        data,
-        filename=file.filename or "",
-        fmt=format,
-        window_s=window_s,
-        window_requests=window_requests,
-        method=method,
-        max_bytes=settings.max_upload_bytes,
-        registry=registry,
-    )
+    return predict_upload(datadir, device, upload, registry)

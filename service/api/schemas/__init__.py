@@ -7,6 +7,8 @@ from service.api.schemas.common import (
     ErrorResponse,
     MetricName,
     ModelChoice,
+    TOKEN_ERRORS,
+    error_responses,
 )
 from service.api.schemas.fleet import (
     DeviceForecastOut,
@@ -42,6 +44,8 @@ from service.api.schemas.resources import (
 
 __all__ = [
     "NAME_PATTERN",
+    "TOKEN_ERRORS",
+    "error_responses",
     "BatchPredictRequest",
     "BatchPredictResponse",
     "BatchWorkload",

@@ -45,3 +45,12 @@ class ErrorResponse(BaseModel):
     """Every error answers ``{"error": {"code", "message", "details"}}``."""
 
     error: ErrorDetail
+
+
+TOKEN_ERRORS = {401: "token required", 403: "wrong token"}
+"""The answers of a route that needs the token and was not given it (or a wrong one)."""
+
+
+def error_responses(descriptions: dict[int, str]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` of error answers (each an :class:`ErrorResponse`), by status code."""
+    return {code: {"model": ErrorResponse, "description": text} for code, text in descriptions.items()}

@@ -77,27 +77,24 @@ class MetricPredictionOut(BaseModel):
     model: str = Field(description="the model used: `global` or a region name")
 
 
+def _answer_config(**example: Any) -> ConfigDict:
+    """The config of a prediction answer (``model_version`` is a field) with its docs example."""
+    answered = {"device": "nvme0", "model_version": "v20261122-051700-123456"}
+    return ConfigDict(protected_namespaces=(), json_schema_extra={"examples": [{**answered, **example}]})
+
+
 class PredictResponse(BaseModel):
     """Predictions for one workload; every metric comes from the same model version."""
 
-    model_config = ConfigDict(
-        protected_namespaces=(),
-        json_schema_extra={
-            "examples": [
-                {
-                    "device": "nvme0",
-                    "model_version": "v20261122-051700-123456",
-                    "predictions": {
-                        "iops": {
-                            "value": 41250.0,
-                            "lower": 37100.0,
-                            "upper": 45900.0,
-                            "extrapolated": False,
-                            "model": "read-random-small",
-                        },
-                    },
-                }
-            ]
+    model_config = _answer_config(
+        predictions={
+            "iops": {
+                "value": 41250.0,
+                "lower": 37100.0,
+                "upper": 45900.0,
+                "extrapolated": False,
+                "model": "read-random-small",
+            },
         },
     )
 
@@ -263,25 +260,16 @@ class MetricColumns(BaseModel):
 class BatchPredictResponse(BaseModel):
     """Batch predictions, column-wise per metric (compact and fast to encode)."""
 
-    model_config = ConfigDict(
-        protected_namespaces=(),
-        json_schema_extra={
-            "examples": [
-                {
-                    "device": "nvme0",
-                    "model_version": "v20261122-051700-123456",
-                    "count": 2,
-                    "predictions": {
-                        "iops": {
-                            "value": [9800.0, 2100.0],
-                            "lower": [8900.0, 1800.0],
-                            "upper": [10800.0, 2450.0],
-                            "extrapolated": [False, False],
-                            "model": ["read-random-small", "global"],
-                        },
-                    },
-                }
-            ]
+    model_config = _answer_config(
+        count=2,
+        predictions={
+            "iops": {
+                "value": [9800.0, 2100.0],
+                "lower": [8900.0, 1800.0],
+                "upper": [10800.0, 2450.0],
+                "extrapolated": [False, False],
+                "model": ["read-random-small", "global"],
+            },
         },
     )
 

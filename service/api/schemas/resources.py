@@ -57,17 +57,7 @@ class SweepPublic(BaseModel):
     @classmethod
     def from_sweep(cls, sweep: Sweep) -> SweepPublic:
         """The public view of a stored sweep."""
-        return cls(
-            id=sweep.id,
-            source=sweep.source,
-            status=sweep.status,
-            n_points=sweep.n_points,
-            n_planned=sweep.n_planned,
-            target=sweep.target,
-            info=sweep.info,
-            created_at=sweep.created_at,
-            finished_at=sweep.finished_at,
-        )
+        return cls.model_validate(sweep, from_attributes=True)
 
 
 class ModelVersionPublic(BaseModel):
