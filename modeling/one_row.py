@@ -471,6 +471,10 @@ def predict_row(
     own = _RowFeatures(ev)
     at = ladder_position(lim.log_depths, ev[_QD]) if lim.depths else (0, 0, 0.0)
     depths = lim.depths[: ladder_rows(at)] if lim.depths else []
+    if depths == [ev[_QD]]:
+        # at the smallest measured depth the envelope is the workload's own value (up to
+        # rounding: the matrix path divides by the load and multiplies back)
+        depths = []
     st = _RowState(row, own, _LadderFeatures(own, depths) if depths else None, code, model)
     raw = {}
     values = {}
@@ -552,6 +556,8 @@ def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[
     if metric == "bandwidth_mib_s":
         return iops * _mean_size(row) / MIB
     if metric == "latency_mean_us":
+        if len(loads) == 1:  # plain floats: numpy costs more than the arithmetic on one value
+            return np.array([loads[0] / max(float(iops[0]), 1e-9) * 1e6])
         return np.asarray(loads) / np.maximum(iops, 1e-9) * 1e6
     raise ValueError(f"{metric} cannot be derived from IOPS")
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from collections.abc import Mapping
+from typing import Any
+
 from modeling.errors import InvalidInput
-from modeling.workload import WORKLOAD_FIELDS, WORKLOAD_LIMITS, fill_defaults, region_code
+from modeling.workload import BASIC_FIELDS, WORKLOAD_FIELDS, WORKLOAD_LIMITS, fill_defaults, region_code
 
 FIELD_INDEX = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
 """Column of each workload field."""
@@ -33,6 +36,37 @@ def workload_matrix(frame: pd.DataFrame) -> np.ndarray:
             out[:, i] = np.nan
     fill_defaults(out)
     return out
+
+
+def columns_matrix(columns: Mapping[str, Any]) -> np.ndarray:
+    """The checked workload matrix of workloads given as columns by field name (NaN: left out).
+
+    The four basic fields are required; the others default as in ``Workload``.  Every value
+    is checked against the workload limits (``InvalidInput`` names the field and row).
+    """
+    missing = [f for f in BASIC_FIELDS if f not in columns]
+    if missing:
+        raise InvalidInput(f"missing workload column(s): {', '.join(missing)}")
+    n = len(columns["write_ratio"])
+    w = np.empty((n, len(WORKLOAD_FIELDS)), dtype=np.float64)
+    for name, i in _IDX.items():
+        if name not in columns:
+            w[:, i] = np.nan
+            continue
+        try:
+            w[:, i] = np.asarray(columns[name], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"column {name!r} holds non-numeric values", details={"field": name}) from None
+    for name in BASIC_FIELDS:
+        gap = np.isnan(w[:, _IDX[name]])
+        if gap.any():
+            row = int(np.argmax(gap))
+            raise InvalidInput(
+                f"invalid workload in row {row + 1}: {name} is missing", details={"field": name}
+            )
+    fill_defaults(w)
+    check_matrix(w)
+    return w
 
 
 def mean_request_size(w: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from modeling.workload import SIZE_FIELDS, parse_size
 
 
 def read_workload_csv(path: Path) -> pd.DataFrame:
-    """Rows of a workload CSV; size columns may use suffixes such as ``16k``."""
+    """Rows of a workload CSV (at least one); size columns may use suffixes such as ``16k``."""
     try:
         frame = pd.read_csv(path)
     except FileNotFoundError:
@@ -27,6 +27,8 @@ def read_workload_csv(path: Path) -> pd.DataFrame:
                 frame[name] = [None if pd.isna(v) else parse_size(str(v)) for v in frame[name]]
             except ValueError as exc:
                 raise InvalidInput(f"column {name!r}: {exc}", details={"field": name}) from None
+    if frame.empty:
+        raise InvalidInput(f"{path} holds no rows")
     return frame
 
 
@@ -35,8 +37,6 @@ def predict_csv(
 ) -> pd.DataFrame:
     """The input rows followed by ``pred_<metric>`` (and interval, flag, model) columns."""
     frame = read_workload_csv(Path(path))
-    if frame.empty:
-        raise InvalidInput(f"{path} holds no rows")
     dm = ModelRegistry(datadir).load(device, version)
     preds = dm.predict_frame(frame, model=model)
     return pd.concat([frame, preds], axis=1)

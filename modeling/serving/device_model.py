@@ -34,16 +34,8 @@ from modeling.serving.physics import (
     stretch,
     widen,
 )
-from modeling.workload import (
-    BASIC_FIELDS,
-    SERVED_METRICS,
-    REGION_NAMES,
-    WORKLOAD_FIELDS,
-    Workload,
-    fill_defaults,
-)
-from modeling.workload_matrix import FIELD_INDEX as _F
-from modeling.workload_matrix import check_matrix, region_codes
+from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
+from modeling.workload_matrix import columns_matrix, region_codes
 
 
 @dataclass(frozen=True)
@@ -154,33 +146,9 @@ class DeviceModel:
         """:meth:`predict_matrix` of workloads given as columns by field name (NaN: left out).
 
         The four basic fields are required; the others default as in :class:`Workload`.
-        Every value is checked against the workload limits.
+        Every value is checked against the workload limits (:func:`columns_matrix`).
         """
-        missing = [f for f in BASIC_FIELDS if f not in columns]
-        if missing:
-            raise InvalidInput(f"missing workload column(s): {', '.join(missing)}")
-        n = len(columns["write_ratio"])
-        w = np.empty((n, len(WORKLOAD_FIELDS)), dtype=np.float64)
-        for name, i in _F.items():
-            if name not in columns:
-                w[:, i] = np.nan
-                continue
-            try:
-                w[:, i] = np.asarray(columns[name], dtype=np.float64)
-            except (TypeError, ValueError):
-                raise InvalidInput(
-                    f"column {name!r} holds non-numeric values", details={"field": name}
-                ) from None
-        for name in BASIC_FIELDS:
-            gap = np.isnan(w[:, _F[name]])
-            if gap.any():
-                row = int(np.argmax(gap))
-                raise InvalidInput(
-                    f"invalid workload in row {row + 1}: {name} is missing", details={"field": name}
-                )
-        fill_defaults(w)
-        check_matrix(w)
-        return self.predict_matrix(w, metrics, model)
+        return self.predict_matrix(columns_matrix(columns), metrics, model)
 
     # -- core ----------------------------------------------------------------------------
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from modeling.store.catalog import Catalog
-from modeling.store.locks import DeviceLock, lock_holder
+from modeling.store.locks import DeviceLock, DeviceLockSet, lock_holder
 from modeling.store.names import validate_name
 
 
@@ -44,6 +44,13 @@ class DataDir:
         """The writer lock of ``device`` (not yet taken: use it in a ``with`` block)."""
         return DeviceLock(self.root, validate_name(device), operation, wait=wait, on_wait=on_wait,
                           detail=detail)
+
+    def device_locks(self, devices: Sequence[str], operation: str, *, wait: bool = False,
+                     skip_busy: bool = False, on_wait: Callable[[str], None] | None = None,
+                     detail: str | None = None) -> DeviceLockSet:
+        """The writer locks of many devices (not yet taken: see :class:`DeviceLockSet`)."""
+        return DeviceLockSet(self.root, [validate_name(d) for d in devices], operation, wait=wait,
+                             skip_busy=skip_busy, on_wait=on_wait, detail=detail)
 
     def lock_holder(self, device: str) -> dict[str, Any] | None:
         """Who holds ``device``'s writer lock now, or None."""

@@ -28,7 +28,7 @@ INTERRUPTED = {"code": "interrupted", "message": "the process running the job st
 
 @dataclass
 class Job:
-    """The public state of one job."""
+    """The public state of one job (``device`` is ``*`` for a job over ``devices``)."""
 
     id: str
     kind: str
@@ -41,6 +41,11 @@ class Job:
     finished_at: str | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    devices: list[str] | None = None  # a job over many devices: which (stored with its options)
+
+
+MANY_DEVICES = "*"
+"""The ``device`` of a job over many devices: not a valid device name, so never one."""
 
 
 def _job_from_row(row: sqlite3.Row) -> Job:
@@ -50,6 +55,8 @@ def _job_from_row(row: sqlite3.Row) -> Job:
         finished_at=row["finished_at"],
         result=None if row["result"] is None else load_json(row["result"], "job result"),
         error=None if row["error"] is None else load_json(row["error"], "job error"),
+        devices=load_json(row["options"], "job options").get("devices") if row["device"] == MANY_DEVICES
+        else None,
     )
 
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable
+import resource
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from modeling.errors import DeviceBusy
+from modeling.errors import DeviceBusy, InvalidInput
 from modeling.store.records import utcnow
 
 OPERATIONS = ("sweep", "ingest", "train", "delete", "rebuild")
@@ -29,6 +30,11 @@ def lock_path(root: Path, device: str) -> Path:
     return Path(root) / "locks" / f"{device}.lock"
 
 
+def job_lock_path(root: Path, job_id: str) -> Path:
+    """The lock file a job over many devices holds while it runs (its devices' locks come and go)."""
+    return Path(root) / "locks" / "jobs" / f"{job_id}.lock"
+
+
 class DeviceLock:
     """An exclusive, process-wide lock on one device (a context manager).
 
@@ -37,10 +43,11 @@ class DeviceLock:
     """
 
     def __init__(self, root: Path, device: str, operation: str, *, wait: bool = False,
-                 on_wait: Callable[[str], None] | None = None, detail: str | None = None) -> None:
+                 on_wait: Callable[[str], None] | None = None, detail: str | None = None,
+                 path: Path | None = None) -> None:
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}")
-        self.path = lock_path(root, device)
+        self.path = path or lock_path(root, device)
         self.device = device
         self.operation = operation
         self.wait = wait
@@ -62,10 +69,13 @@ class DeviceLock:
                 if self.on_wait is not None:
                     self.on_wait(f"{busy.message}; waiting")
                 fcntl.flock(fd, fcntl.LOCK_EX)
-            holder = {"operation": self.operation, "pid": os.getpid(), "since": utcnow(),
-                      "detail": self.detail}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(holder).encode(), 0)
+            holder = json.dumps({"operation": self.operation, "pid": os.getpid(), "since": utcnow(),
+                                 "detail": self.detail}).encode()
+            # Overwrite in place, then cut what is left of a longer previous holder: emptying
+            # the file first frees and reallocates its block, a journalled change that took
+            # milliseconds per lock on a busy disk (a fleet takes thousands of locks).
+            os.pwrite(fd, holder, 0)
+            os.ftruncate(fd, len(holder))
         except BaseException:
             os.close(fd)
             raise
@@ -103,6 +113,85 @@ class DeviceLock:
         self.release()
 
 
+class DeviceLockSet:
+    """The writer locks of many devices, taken together and given back one by one (a context manager).
+
+    What a fleet training holds: each device stays locked from before its data is listed
+    until its new version is registered, then is released while the others go on.
+    ``skip_busy=True`` leaves a busy device out (it is in :attr:`busy`, with the holder);
+    otherwise the first busy device releases all those taken and raises ``DeviceBusy``.
+    ``wait=True`` waits for each busy device instead.
+    """
+
+    def __init__(self, root: Path, devices: Sequence[str], operation: str, *, wait: bool = False,
+                 skip_busy: bool = False, on_wait: Callable[[str], None] | None = None,
+                 detail: str | None = None) -> None:
+        self.locks = [DeviceLock(root, d, operation, wait=wait, on_wait=on_wait, detail=detail)
+                      for d in dict.fromkeys(devices)]
+        self.skip_busy = skip_busy
+        self.held: dict[str, DeviceLock] = {}
+        self.busy: dict[str, DeviceBusy] = {}
+        self._taken = False
+
+    def acquire(self) -> DeviceLockSet:
+        """Take every lock (see the class), once; returns ``self``."""
+        if self._taken:
+            return self
+        self._taken = True
+        _allow_open_files(len(self.locks))
+        try:
+            for lock in self.locks:
+                try:
+                    self.held[lock.device] = lock.acquire()
+                except DeviceBusy as exc:
+                    if not self.skip_busy:
+                        raise
+                    self.busy[lock.device] = exc
+        except BaseException:
+            self.release_all()
+            raise
+        return self
+
+    def release(self, device: str) -> None:
+        """Give one device's lock back (nothing if it is not held)."""
+        lock = self.held.pop(device, None)
+        if lock is not None:
+            lock.release()
+
+    def release_all(self) -> None:
+        """Give every lock still held back."""
+        for device in list(self.held):
+            self.release(device)
+
+    def __enter__(self) -> DeviceLockSet:
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release_all()
+
+
+_SPARE_FILES = 256  # what the process needs besides the lock files (catalog, sockets, models)
+
+
+def _allow_open_files(locks: int) -> None:
+    """Make room for ``locks`` more open files: each held lock is an open file descriptor.
+
+    The soft limit is often 1,024 while the hard one is far higher; a fleet of thousands of
+    devices raises the soft limit, or says in one line why it cannot.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = locks + _SPARE_FILES
+    if soft == resource.RLIM_INFINITY or need <= soft:
+        return
+    if hard != resource.RLIM_INFINITY and need > hard:
+        raise InvalidInput(
+            f"locking {locks} devices at once needs {need} open files, more than this process may"
+            f" open ({hard}); raise `ulimit -n` or name fewer devices"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+
+
 def _read_holder(fd: int) -> dict[str, Any] | None:
     try:
         holder = json.loads(os.pread(fd, 4096, 0) or b"null")
@@ -113,7 +202,20 @@ def _read_holder(fd: int) -> dict[str, Any] | None:
 
 def lock_holder(root: Path, device: str) -> dict[str, Any] | None:
     """Who holds ``device``'s lock now (operation, pid, since, detail), or None if nobody."""
-    path = lock_path(root, device)
+    return _holder_of(lock_path(root, device))
+
+
+def job_lock(root: Path, job_id: str, operation: str) -> DeviceLock:
+    """The lock (not yet taken) that says a job over many devices is running, whoever reads it."""
+    return DeviceLock(root, job_id, operation, path=job_lock_path(root, job_id), detail=job_id)
+
+
+def job_running(root: Path, job_id: str) -> bool:
+    """Whether some process holds the job's lock (:func:`job_lock`) now."""
+    return _holder_of(job_lock_path(root, job_id)) is not None
+
+
+def _holder_of(path: Path) -> dict[str, Any] | None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:

@@ -22,16 +22,20 @@ per-metric tasks would shorten one device by at most about 1.5x, and only when a
 has fewer devices than workers; with more devices than workers, per-device tasks already
 keep every worker busy, without re-reading the data per metric.
 
-A failed device (too little data, a bug, a worker that died) is recorded with a one-line
-reason and the others go on.  By default the work runs on a ``LocalCluster`` of one
-single-threaded process per core; ``scheduler="tcp://host:8786"`` runs the same tasks on
-an existing cluster, whose workers must see the data directory at the same path.
+The client also holds each device's writer lock (:mod:`modeling.store.locks`) from before
+it lists the device's files until it has registered its version, as ``train --device``
+does, so no sweep, ingest, train or delete of the device runs meanwhile.
+
+A failed device (too little data, a bug, a worker that died, another writer holding it)
+is recorded with a one-line reason and the others go on.  By default the work runs on a
+``LocalCluster`` of one single-threaded process per core; ``scheduler="tcp://host:8786"``
+runs the same tasks on an existing cluster, whose workers must see the data directory at
+the same path.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import logging
 import os
 import time
@@ -40,15 +44,27 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency, NoData, SsdPredictError
-from modeling.store.catalog import read_measurement_files
-from modeling.training.evaluate import evaluate_frame
+from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency, SsdPredictError
 from modeling.store import DataDir, ModelVersion
-from modeling.store.names import validate_name
+from modeling.store.catalog import read_measurement_files
+from modeling.store.device_selection import select_devices
+from modeling.store.locks import DeviceLockSet
+from modeling.training.evaluate import evaluate_frame
 from modeling.training.train import FitPlan, FittedVersion, fit_plan, plan_fits, register_versions
+from modeling.training.transfer import check_reference
 
 if TYPE_CHECKING:
     from distributed import Client
+
+__all__ = [
+    "DeviceResult",
+    "FleetReport",
+    "dask_client",
+    "evaluate_fleet",
+    "select_devices",  # re-exported: the fleet commands choose devices through this module
+    "train_fleet",
+    "with_reference",
+]
 
 log = logging.getLogger("ssdpredict.fleet")
 
@@ -96,32 +112,6 @@ class _Failure:
     reason: str
 
 
-def select_devices(datadir: DataDir, patterns: Sequence[str] = (), *, all_devices: bool = False) -> list[str]:
-    """Device names from ``--all`` or from names and globs (``ssd-*``), in catalog order.
-
-    A plain name that is not in the catalog raises ``UnknownDevice``; a glob that matches
-    nothing raises ``InvalidInput``, so a typo never trains an empty fleet quietly.
-    """
-    known = [d.name for d in datadir.catalog.list_devices()]
-    if all_devices:
-        if not known:
-            raise NoData("the catalog has no devices yet; sweep or ingest some first")
-        return known
-    chosen: list[str] = []
-    for pattern in patterns:
-        if any(ch in pattern for ch in "*?["):
-            matches = fnmatch.filter(known, pattern)
-            if not matches:
-                raise InvalidInput(f"no device matches {pattern!r}; see `ssdpredict devices`")
-        else:
-            datadir.catalog.get_device(validate_name(pattern))  # raises UnknownDevice
-            matches = [pattern]
-        chosen += [m for m in matches if m not in chosen]
-    if not chosen:
-        raise InvalidInput("name the devices: --all, or --devices with names or globs")
-    return chosen
-
-
 @contextlib.contextmanager
 def dask_client(scheduler: str | None = None, *, workers: int | None = None) -> Iterator[Client]:
     """A Dask client of the scheduler at ``scheduler``, or of a new ``LocalCluster``.
@@ -167,20 +157,62 @@ def train_fleet(
     *,
     activate: bool = True,
     progress: Progress | None = None,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+    locks: DeviceLockSet | None = None,
+    reference: str | None = None,
     **fit_kw: Any,
 ) -> FleetReport:
     """Train every device on the cluster; the client registers each version as it arrives.
 
     ``fit_kw`` are :func:`~modeling.training.train.fit_version`'s options (``folds``,
-    ``time_budget_s``, ``candidates``, ``feature_sets``...), the same for every device.
+    ``time_budget_s``, ``candidates``, ``feature_sets``, ``force_activate``...), the same
+    for every device.
+
+    Each device's writer lock is held, by this process, from before its measurement files
+    are listed until its version is registered, as ``train --device`` holds it: a sweep,
+    ingest, train or delete of a device in training is refused (or waits) meanwhile.  A
+    device another writer holds fails with the holder named, and the others go on; with
+    ``wait`` it is waited for (``on_wait`` told first).  A caller that took the locks
+    already (the API does, to answer 409 at once) passes them as ``locks``; they are all
+    released when this returns.
+
+    With ``reference`` (another device with an active model) every device is trained as
+    ``train --device D --reference R`` trains it; the reference itself is left out of the
+    devices.  Raises ``UnknownDevice`` or ``NoModel`` for a bad reference.
     """
+    devices, ref = with_reference(datadir, devices, reference)
+    held = locks or datadir.device_locks(devices, "train", wait=wait, skip_busy=True, on_wait=on_wait)
+    with held:
+        busy = [DeviceResult(d, False, 0.0, error=exc.message) for d, exc in held.busy.items()]
+        plans = {plan.device: plan for plan in plan_fits(datadir, list(held.held), reference=ref)}
 
-    def register(fitted: list[FittedVersion]) -> list[ModelVersion]:
-        return register_versions(datadir, fitted)
+        def register(fitted: list[FittedVersion]) -> list[ModelVersion]:
+            return register_versions(datadir, fitted)
 
-    plans = {plan.device: plan for plan in plan_fits(datadir, devices)}
-    fit_kw = {**fit_kw, "activate": activate}
-    return _fan_out(client, _fit_task, datadir, plans, fit_kw, register, progress)
+        def released(result: DeviceResult, done: int, total: int) -> None:
+            held.release(result.device)  # registered (or failed): other writers may have it now
+            if progress:
+                progress(result, done, total)
+
+        fit_kw = {**fit_kw, "activate": activate}
+        return _fan_out(client, _fit_task, datadir, plans, fit_kw, register, released, busy)
+
+
+def with_reference(
+    datadir: DataDir, devices: Sequence[str], reference: str | None
+) -> tuple[list[str], ModelVersion | None]:
+    """The devices to train with ``reference`` (itself left out) and its active version.
+
+    Raises ``InvalidInput`` when the reference is the only device named, ``UnknownDevice``
+    or ``NoModel`` when it does not exist or has no model.
+    """
+    if reference is None:
+        return list(devices), None
+    devices = [d for d in devices if d != reference]
+    if not devices:
+        raise InvalidInput(f"the only device named is the reference {reference!r}")
+    return devices, check_reference(datadir, devices[0], reference)
 
 
 def evaluate_fleet(
@@ -204,8 +236,12 @@ def _fan_out(
     options: dict[str, Any],
     finish: Callable[[list[Any]], list[Any]],
     progress: Progress | None,
+    failed: Sequence[DeviceResult] = (),
 ) -> FleetReport:
-    """Run ``task`` on each device's payload; ``finish`` turns each batch of outcomes into values."""
+    """Run ``task`` on each device's payload; ``finish`` turns each batch of outcomes into values.
+
+    ``failed``: devices that failed before any task (busy), reported first.
+    """
     from distributed import as_completed
 
     start = time.perf_counter()
@@ -216,6 +252,11 @@ def _fan_out(
         client.submit(task, root, payload, options, key=f"{task.__name__}-{run}-{device}", pure=False): device
         for device, payload in payloads.items()
     }
+    total = len(futures) + len(failed)
+    for result in failed:
+        report.results.append(result)
+        if progress:
+            progress(result, len(report.results), total)
     # Whatever finished since the last look is finished together: registering a batch of
     # versions is one catalog commit, which keeps the client ahead of many fast workers.
     for batch in as_completed(futures).batches():
@@ -239,7 +280,7 @@ def _fan_out(
         for result in results:
             report.results.append(result)
             if progress:
-                progress(result, len(report.results), len(futures))
+                progress(result, len(report.results), total)
     report.seconds = time.perf_counter() - start
     return report
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.serving.device_model import DeviceModel
-from modeling.serving.registry import register_models, save_model, write_model_files
+from modeling.serving.registry import read_model, register_models, save_model, write_model_files
 from modeling.training.fit import fit_device_model, training_rows
 from modeling.training.transfer import MIN_TRANSFER_ROWS, fit_with_reference, load_reference
 from modeling.store import DataDir, ModelVersion
@@ -178,6 +178,7 @@ class FitPlan:
     version: str
     files: tuple[tuple[int, str], ...]  # (sweep id, Parquet file under measurements/) of complete sweeps
     active: ModelVersion | None  # what the new version must not be worse than to be activated
+    reference: ModelVersion | None = None  # another device's active version to transfer from
 
 
 @dataclass(frozen=True)
@@ -189,9 +190,13 @@ class FittedVersion:
     manifest: dict[str, Any]
 
 
-def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
+def plan_fits(
+    datadir: DataDir, devices: Sequence[str], *, reference: ModelVersion | None = None
+) -> list[FitPlan]:
     """Plan the fits of ``devices`` from the catalog in three queries; raises ``UnknownDevice``.
 
+    ``reference``: the active version of another device (see
+    :func:`~modeling.training.transfer.check_reference`) every device transfers from.
     Version names are ``v<UTC time to the microsecond>``, one microsecond apart within a
     plan (names are unique across all devices), so they sort by training time.
     """
@@ -208,7 +213,7 @@ def plan_fits(datadir: DataDir, devices: Sequence[str]) -> list[FitPlan]:
             n += 1
             version = f"{base}-{n}"
         taken.add(version)
-        plans.append(FitPlan(device, version, tuple(files[device]), active.get(device)))
+        plans.append(FitPlan(device, version, tuple(files[device]), active.get(device), reference))
     return plans
 
 
@@ -229,12 +234,16 @@ def fit_plan(
     ``models/``, so many processes, on many hosts sharing the data directory, can run it at
     once while one client registers their results (:func:`register_versions`).  SQLite
     itself stays on the client's host.  Activation is decided here, as in
-    :func:`train_device`, against the plan's active version.  Raises ``NoData``.
+    :func:`train_device`, against the plan's active version; with the plan's reference, as
+    ``train_device(reference=...)`` (its files are read here, its catalog entry was read
+    by the planner).  Raises ``NoData``.
     """
     frame = read_measurement_files(datadir.measurements_dir, plan.files)
-    _, _, clean = training_rows(frame)  # raises NoData early, before any work
+    ref = read_model(datadir, plan.reference) if plan.reference is not None else None
+    # raises NoData early, before any work
+    _, _, clean = training_rows(frame, MIN_TRANSFER_ROWS) if ref else training_rows(frame)
     model, manifest = _fit(
-        frame, clean, plan.device, plan.version, folds, time_budget_s, progress, **fit_kw
+        frame, clean, plan.device, plan.version, folds, time_budget_s, progress, ref=ref, **fit_kw
     )
     manifest["activation"] = activation_decision(
         plan.active, manifest, activate=activate, force=force_activate

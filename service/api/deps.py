@@ -41,7 +41,8 @@ class ServiceState:
         self.preload_done = threading.Event()
         self.loaded: dict[str, str] = {}  # device -> active version in the cache (for /readyz)
         self.load_errors: dict[str, str] = {}
-        self.jobs = RetrainJobs(self.datadir, self.registry, self.metrics, on_model=self.model_loaded)
+        self.jobs = RetrainJobs(self.datadir, self.registry, self.metrics, on_model=self.model_loaded,
+                                scheduler=settings.scheduler, fleet_workers=settings.fleet_workers)
 
     def model_deleted(self, device: str) -> None:
         """Forget a deleted device's cached models and readiness entries."""

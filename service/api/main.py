@@ -28,7 +28,7 @@ from service.api import errors
 from service.api.deps import ServiceState
 from service.api.limits import BodyLimitMiddleware
 from service.api.metrics import MetricsMiddleware
-from service.api.routes import devices, health, jobs, models, predict, reports, validate
+from service.api.routes import devices, fleet, health, jobs, models, predict, reports, validate
 from service.api.schemas import ErrorResponse
 from service.config import Settings, get_settings
 
@@ -39,7 +39,7 @@ _VALIDATION_ERROR: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"}
 }
 api_router = APIRouter()
-for _module in (predict, devices, models, reports, jobs, validate, health):
+for _module in (predict, fleet, devices, models, reports, jobs, validate, health):
     api_router.include_router(_module.router, responses=_VALIDATION_ERROR)
 
 _DESCRIPTION = """Black-box SSD performance prediction: per-device regression-tree models of

@@ -23,9 +23,9 @@ OptionalDeviceOption = Annotated[
 ]
 DevicesOption = Annotated[
     str | None,
-    typer.Option("--devices", help="many devices, on Dask: names or globs, comma-separated (ssd-*,nvme0)"),
+    typer.Option("--devices", help="many devices: names or globs, comma-separated (ssd-*,nvme0)"),
 ]
-AllDevicesOption = Annotated[bool, typer.Option("--all", help="every device of the catalog, on Dask")]
+AllDevicesOption = Annotated[bool, typer.Option("--all", "--all-devices", help="every device of the catalog")]
 SchedulerOption = Annotated[
     str | None,
     typer.Option(

@@ -36,6 +36,7 @@ from service.cli.fleet import (
     fleet_request,
     train_many,
 )
+from service.cli.fleet_predict import RankByOption, TopOption, predict_many
 
 if TYPE_CHECKING:
     from modeling.serving.predict import Prediction
@@ -95,6 +96,9 @@ def train(
             force_activate=activate is True,
             folds=folds,
             time_budget_s=time_budget,
+            wait=wait,
+            on_wait=waiting,
+            reference=reference,
             **fit_kw,
         )
         return
@@ -264,7 +268,9 @@ def evaluate(
 
 @handle_errors
 def predict(
-    device: DeviceOption,
+    device: OptionalDeviceOption = None,
+    devices: DevicesOption = None,
+    all_devices: AllDevicesOption = False,
     write_ratio: Annotated[float | None, typer.Option(help="fraction of writes, 0..1")] = None,
     queue_depth: Annotated[int | None, typer.Option(help="I/Os in flight per job")] = None,
     request_size: Annotated[str | None, typer.Option(help="bytes per request, e.g. 16k")] = None,
@@ -280,19 +286,39 @@ def predict(
         "--input", "-i", help="CSV of workloads (ingest columns)")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="output CSV (default: stdout)")] = None,
     json_output: JsonOption = False,
+    rank_by: RankByOption = None,
+    top: TopOption = None,
 ) -> None:
-    """Predict the metrics of one workload, or of every row of a CSV file."""
+    """Predict the metrics of one workload, or of every row of a CSV file.
+
+    With --all-devices or --devices the devices are ranked for each workload by
+    --rank-by (default: the lowest p99 latency first), each with its predictions and
+    intervals; a device without a model is listed as skipped.
+    """
     from modeling.serving.predict import predict as predict_one
 
-    data = datadir()
-    if input_csv is not None:
-        _predict_file(data, device, Path(input_csv), output, model=model, version=version)
-        return
-    workload = _workload_from_options(
+    fleet = fleet_request(device, devices, all_devices, None, None, json_output)  # no Dask: no cluster
+    workload = None if input_csv is not None else _workload_from_options(
         write_ratio=write_ratio, queue_depth=queue_depth, request_size=request_size, randomness=randomness,
         numjobs=numjobs, read_size=read_size, write_size=write_size, read_randomness=read_randomness,
         write_randomness=write_randomness,
     )
+    if fleet is not None:
+        if version is not None:
+            raise InvalidInput("--version is for one --device; many devices predict with their active models")
+        predict_many(
+            fleet, workload=workload, input_csv=None if input_csv is None else Path(input_csv),
+            output=output, model=model, rank_by=rank_by, top=top,
+        )
+        return
+    if rank_by is not None or top is not None:
+        raise InvalidInput("--rank-by and --top rank many devices: use --all-devices or --devices")
+    assert device is not None
+    data = datadir()
+    if input_csv is not None:
+        _predict_file(data, device, Path(input_csv), output, model=model, version=version)
+        return
+    assert workload is not None
     result = predict_one(data, device, workload, model=model, version=version)
     _present_prediction(device, workload, result, json_output)
 

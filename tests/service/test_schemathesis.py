@@ -46,7 +46,9 @@ def example_device() -> Iterator[None]:
     ingest_fio(datadir, EXAMPLE_DEVICE, fio_files(12))
     quick_train(datadir, EXAMPLE_DEVICE)
     yield
-    APP.state.service.jobs.wait(timeout=60)  # retrains started by the run end before the home goes
+    # retrains started by the run end before the home goes (a retrain of every device starts
+    # a local Dask cluster first: minutes on a loaded machine)
+    APP.state.service.jobs.wait(timeout=600)
     shutil.rmtree(_HOME, ignore_errors=True)
 
 

@@ -65,6 +65,8 @@ def test_serve_end_to_end_through_real_uvicorn(trained: DataDir, home: Path) -> 
             r = http.post("/v1/predict", json={"device": DEVICE, "workload": {**workload, "queue_depth": -1}})
             assert r.status_code == 422 and "queue_depth" in r.json()["error"]["message"]
             assert http.post("/v1/predict", json={"device": "nope", "workload": workload}).status_code == 404
+            r = http.post("/v1/fleet/predict", json={"all_devices": True, "workloads": [workload]})
+            assert r.status_code == 200 and r.json()["ranking"] == [[DEVICE]], r.text
             csv = b"write_ratio,queue_depth,request_size,randomness,iops\n0,1,4096,1,9000\n"
             assert http.post("/v1/devices/up/sweeps", files={"file": ("m.csv", csv)}).status_code == 401
             r = http.post(

@@ -7,8 +7,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 
-from service.api.deps import DeviceDep, JobsDep, TokenDep
-from service.api.schemas import TOKEN_ERRORS, ErrorResponse, JobPublic, RetrainRequest, error_responses
+from modeling.store.device_selection import select_devices
+from service.api.deps import DataDirDep, DeviceDep, JobsDep, TokenDep
+from service.api.schemas import (
+    TOKEN_ERRORS,
+    ErrorResponse,
+    FleetRetrainRequest,
+    JobPublic,
+    RetrainRequest,
+    error_responses,
+)
 
 router = APIRouter(tags=["jobs"])
 
@@ -50,6 +58,37 @@ def retrain(
     job = jobs.start(device, folds=opts.folds, time_budget_s=opts.time_budget_s,
                      activate=opts.activate is not False, force_activate=opts.activate is True,
                      reference=opts.reference)
+    return asdict(job)
+
+
+@router.post(
+    "/v1/retrain",
+    response_model=JobPublic,
+    status_code=202,
+    dependencies=[TokenDep],
+    responses=error_responses(
+        {
+            **TOKEN_ERRORS,
+            404: "unknown device, or a reference without a model",
+            409: "one of the devices has a writer (sweep, ingest, train, delete): nothing was started",
+        }
+    ),
+)
+def retrain_many(body: FleetRetrainRequest, jobs: JobsDep, datadir: DataDirDep) -> dict[str, Any]:
+    """Retrain many devices in one background job, as `ssdpredict train --all` does (on Dask).
+
+    Choose the devices by name or glob (`devices`) or take them all (`all_devices`); the
+    options are a one-device retrain's, the same for every device (with `reference`,
+    every device transfers from it and it is not retrained).  Every device's writer lock
+    is taken before the job starts, so a device with a writer answers 409 and nothing is
+    started.  Follow the job at `/v1/jobs/{id}`: its `result.devices` gives each device's
+    outcome (version, activation, or the error).  A failed device does not stop the
+    others; the job ends `failed` if any failed, with their names in `error`.
+    """
+    devices = select_devices(datadir, body.devices or (), all_devices=body.all_devices)
+    job = jobs.start_fleet(devices, folds=body.folds, time_budget_s=body.time_budget_s,
+                           activate=body.activate is not False, force_activate=body.activate is True,
+                           reference=body.reference, candidates=body.candidates)
     return asdict(job)
 
 

@@ -30,6 +30,7 @@ from service.api.schemas import (
     ErrorResponse,
     PredictRequest,
     PredictResponse,
+    WorkloadBatch,
 )
 
 router = APIRouter(prefix="/v1/predict", tags=["predict"])
@@ -127,20 +128,23 @@ def body_schemas() -> dict[str, Any]:
 async def predict_batch(request: Request, state: StateDep) -> Response:
     """Predict many workloads in one call (up to the configured `max_batch`), column-wise per metric."""
     body: BatchPredictRequest = _parse(_BATCH, await request.body())
-    max_batch = state.settings.max_batch
-    if body.count > max_batch:
-        raise TooLarge(
-            f"{body.count} workloads in one batch; the limit is {max_batch}",
-            details={"max_batch": max_batch},
-        )
+    check_batch_size(body.count, state.settings.max_batch)
     content = await run_in_threadpool(_predict_batch, state.registry, body)
     state.metrics.count_predictions(body.device, body.count)
     return Response(content, media_type="application/json")
 
 
+def check_batch_size(count: int, max_batch: int) -> None:
+    """Raise ``TooLarge`` (413) for a batch of more than ``max_batch`` workloads."""
+    if count > max_batch:
+        raise TooLarge(
+            f"{count} workloads in one batch; the limit is {max_batch}", details={"max_batch": max_batch}
+        )
+
+
 def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     model = registry.load(validate_name(body.device))
-    out = model.predict_columns(_columns(body), metrics=body.metrics, model=body.model)
+    out = model.predict_columns(workload_columns(body), metrics=body.metrics, model=body.model)
     result = {
         "device": model.device,
         "model_version": model.version,
@@ -162,7 +166,7 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     return orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
-def _columns(body: BatchPredictRequest) -> dict[str, np.ndarray]:
+def workload_columns(body: WorkloadBatch) -> dict[str, np.ndarray]:
     """The workloads as float columns by field (NaN where an optional field is left out)."""
     nan = float("nan")
     n = body.count

@@ -10,6 +10,14 @@ from service.api.schemas.common import (
     TOKEN_ERRORS,
     error_responses,
 )
+from service.api.schemas.fleet import (
+    DeviceForecastOut,
+    DeviceSelection,
+    FleetPredictRequest,
+    FleetPredictResponse,
+    FleetRetrainRequest,
+    SkippedDeviceOut,
+)
 from service.api.schemas.jobs import Health, JobPublic, JobState, Readiness, RetrainRequest
 from service.api.schemas.predict import (
     BatchPredictRequest,
@@ -19,6 +27,7 @@ from service.api.schemas.predict import (
     MetricPredictionOut,
     PredictRequest,
     PredictResponse,
+    WorkloadBatch,
     WorkloadColumns,
 )
 from service.api.schemas.resources import (
@@ -41,12 +50,17 @@ __all__ = [
     "BatchPredictResponse",
     "BatchWorkload",
     "DeletedPublic",
+    "DeviceForecastOut",
+    "DeviceSelection",
     "DeviceName",
     "DevicePublic",
     "DeviceSummary",
     "DevicesPublic",
     "ErrorDetail",
     "ErrorResponse",
+    "FleetPredictRequest",
+    "FleetPredictResponse",
+    "FleetRetrainRequest",
     "Health",
     "JobPublic",
     "JobState",
@@ -61,7 +75,9 @@ __all__ = [
     "Readiness",
     "RegionPublic",
     "RetrainRequest",
+    "SkippedDeviceOut",
     "SweepPublic",
+    "WorkloadBatch",
     "WorkloadColumns",
     "WorkloadModelsPublic",
 ]

@@ -60,7 +60,8 @@ class JobPublic(BaseModel):
 
     id: str
     kind: str
-    device: str
+    device: str = Field(description="the device, or `*` for a job over many devices (see `devices`)")
+    devices: list[str] | None = Field(None, description="the devices of a job over many devices")
     state: JobState
     stage: str | None
     progress: float

@@ -186,7 +186,31 @@ else:
     WorkloadColumns = _columns_type()
 
 
-class BatchPredictRequest(BaseModel):
+class WorkloadBatch(BaseModel):
+    """Many workloads: rows (``workloads``) or columns (``columns``), exactly one of them."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    workloads: list[BatchWorkload] | None = Field(None, min_length=1, max_length=_MAX_ROWS)
+    columns: WorkloadColumns | None = None
+    metrics: list[MetricName] | None = Field(None, min_length=1, max_length=len(SERVED_METRICS))
+    model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _rows_or_columns(self) -> WorkloadBatch:
+        if (self.workloads is None) == (self.columns is None):
+            raise ValueError("give either workloads (rows) or columns, exactly one of them")
+        return self
+
+    @property
+    def count(self) -> int:
+        """Number of workloads in the batch."""
+        if self.columns is not None:
+            return len(getattr(self.columns, WORKLOAD_FIELDS[0]))
+        return len(self.workloads or ())
+
+
+class BatchPredictRequest(WorkloadBatch):
     """Many workloads on one device (at most the configured ``max_batch``): rows or columns.
 
     Give ``workloads`` (a list of workload objects) or ``columns`` (one list per field),
@@ -227,23 +251,6 @@ class BatchPredictRequest(BaseModel):
     )
 
     device: DeviceName
-    workloads: list[BatchWorkload] | None = Field(None, min_length=1, max_length=_MAX_ROWS)
-    columns: WorkloadColumns | None = None
-    metrics: list[MetricName] | None = Field(None, min_length=1, max_length=len(SERVED_METRICS))
-    model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
-
-    @model_validator(mode="after")
-    def _rows_or_columns(self) -> BatchPredictRequest:
-        if (self.workloads is None) == (self.columns is None):
-            raise ValueError("give either workloads (rows) or columns, exactly one of them")
-        return self
-
-    @property
-    def count(self) -> int:
-        """Number of workloads in the batch."""
-        if self.columns is not None:
-            return len(getattr(self.columns, WORKLOAD_FIELDS[0]))
-        return len(self.workloads or ())
 
 
 class MetricColumns(BaseModel):

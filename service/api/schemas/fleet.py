@@ -1,0 +1,158 @@
+"""Schemas of the endpoints acting on many devices: /v1/fleet/predict and /v1/retrain."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from service.api.schemas.common import MetricName
+from service.api.schemas.jobs import RetrainRequest
+from service.api.schemas.predict import MetricColumns, WorkloadBatch
+
+_MAX_PATTERNS = 10_000
+
+DevicePattern = Annotated[
+    str,
+    Field(
+        # a device name (modeling.store.names) or a shell glob over names: * ? [ ]
+        pattern=r"^[A-Za-z0-9*?\[][A-Za-z0-9._@:*?\[\]!-]{0,127}$",
+        description="a device name or a glob over names (`ssd-*`)",
+        examples=["nvme0", "ssd-*"],
+    ),
+]
+
+
+class DeviceSelection(BaseModel):
+    """Which devices: `devices` (names or globs) or `all_devices`, exactly one of them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    devices: list[DevicePattern] | None = Field(
+        None, min_length=1, max_length=_MAX_PATTERNS, description="device names or globs (`ssd-*`)"
+    )
+    all_devices: bool = Field(False, description="every device of the catalog")
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> DeviceSelection:
+        if (self.devices is not None) == self.all_devices:
+            raise ValueError("give either devices (names or globs) or all_devices: true, exactly one of them")
+        return self
+
+
+class FleetPredictRequest(WorkloadBatch, DeviceSelection):
+    """Workloads to rank devices for (at most the configured ``max_batch``): rows or columns,
+    as in ``/v1/predict/batch``, and the devices instead of one device."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {
+                    "devices": ["ssd-*", "nvme0"],
+                    "workloads": [
+                        {"write_ratio": 0.3, "queue_depth": 8, "request_size": "16k", "randomness": 1}
+                    ],
+                },
+                {
+                    "all_devices": True,
+                    "columns": {
+                        "write_ratio": [0.0, 1.0],
+                        "queue_depth": [1, 32],
+                        "request_size": [4096, 131072],
+                        "randomness": [1.0, 0.0],
+                    },
+                    "rank_by": "iops",
+                    "top": 3,
+                },
+            ]
+        },
+    )
+
+    rank_by: MetricName = Field(
+        "latency_p99_us",
+        description="the metric devices are ranked by: lowest first for the latencies, highest first "
+        "for `iops` and `bandwidth_mib_s`",
+    )
+    top: int | None = Field(
+        None, ge=1, le=_MAX_PATTERNS, description="keep each workload's best `top` devices"
+    )
+
+
+class DeviceForecastOut(BaseModel):
+    """One device's predictions of every workload, from its active model version."""
+
+    model_config = ConfigDict(protected_namespaces=())
+
+    model_version: str
+    predictions: dict[str, MetricColumns]
+
+
+class SkippedDeviceOut(BaseModel):
+    """A device left out of the ranking, and why."""
+
+    device: str
+    code: str = Field(description="the error code (`no_model`, `not_found`, `corrupt_model`)")
+    reason: str
+
+
+class FleetPredictResponse(BaseModel):
+    """Devices ranked for each workload, with every ranked device's predictions (column-wise)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "rank_by": "latency_p99_us",
+                    "higher_is_better": False,
+                    "count": 1,
+                    "devices": {
+                        "nvme0": {
+                            "model_version": "v20261122-051700-123456",
+                            "predictions": {
+                                "latency_p99_us": {
+                                    "value": [310.0],
+                                    "lower": [250.0],
+                                    "upper": [390.0],
+                                    "extrapolated": [False],
+                                    "model": ["read-random-small"],
+                                }
+                            },
+                        }
+                    },
+                    "ranking": [["nvme0"]],
+                    "skipped": [{"device": "ssd-new", "code": "no_model", "reason": "no trained model yet"}],
+                }
+            ]
+        }
+    )
+
+    rank_by: MetricName
+    higher_is_better: bool
+    count: int = Field(description="number of workloads")
+    devices: dict[str, DeviceForecastOut] = Field(description="every ranked device's predictions")
+    ranking: list[list[str]] = Field(description="per workload, in request order: the devices, best first")
+    skipped: list[SkippedDeviceOut]
+
+
+class FleetRetrainRequest(RetrainRequest, DeviceSelection):
+    """Retrain many devices in one job: the devices, and the options of a one-device retrain."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"all_devices": True, "candidates": ["cart"], "folds": 2},
+                {"devices": ["ssd-*"], "folds": 3, "time_budget_s": 60},
+                {"devices": ["ssd-new-*"], "reference": "nvme0"},
+            ]
+        },
+    )
+
+    candidates: list[Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")]] | None = Field(
+        None, min_length=1, max_length=16,
+        description="only these estimator kinds, untuned: the fast configuration for a large fleet "
+        "(e.g. `[\"cart\"]`; the kinds are cart, xgboost, extra_trees, load_gated, gp); default: "
+        "the full selection and tuning within `time_budget_s`",
+    )
