@@ -262,14 +262,7 @@ def fit_device_model(
         if metric in ys and "latency_mean_us" in fit.final_oof:
             _fit_percentile(fit, metric)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
-    if "bandwidth_mib_s" in ys:
-        bandwidth = ys["bandwidth_mib_s"]
-    elif "iops" in ys:
-        bandwidth = derive_metric("bandwidth_mib_s", ys["iops"], w)
-    else:
-        bandwidth = None
-    limits = PhysicsLimits.measured(w, bandwidth)
-    model = DeviceModel(device, version, fit.specs, data_regions, limits=limits)
+    model = DeviceModel(device, version, fit.specs, data_regions, limits=measured_limits(w, ys))
     served = _served_oof(fit)
     evaluation = oof_evaluation(served, ys, folds=len(fit.splits), runs=runs)
     for metric, e in evaluation["metrics"].items():
@@ -580,3 +573,18 @@ def _derived_spec(
         q = runs.q(oof * scale, metric, mask)
         scopes[scope] = ScopeModel(scope, [], q, sm.lo, sm.hi, {"mre": _mre(oof * scale, truth)}, scale)
     return MetricSpec(metric, "derived", scopes, iops_spec.auto_regions)
+
+
+def measured_limits(w: np.ndarray, ys: dict[str, np.ndarray]) -> PhysicsLimits:
+    """The physics limits of the measured workloads ``w`` (distinct rows) and their metrics.
+
+    Bandwidth is measured, or derived from IOPS where only IOPS was measured; data of
+    latencies only caps no bandwidth.
+    """
+    if "bandwidth_mib_s" in ys:
+        bandwidth = ys["bandwidth_mib_s"]
+    elif "iops" in ys:
+        bandwidth = derive_metric("bandwidth_mib_s", ys["iops"], w)
+    else:
+        bandwidth = None
+    return PhysicsLimits.measured(w, bandwidth)
