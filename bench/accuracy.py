@@ -5,6 +5,10 @@ Usage::
     .venv/bin/python bench/accuracy.py                       # every fio-plot device
     .venv/bin/python bench/accuracy.py --device NAME --home PATH   # an already swept device
     .venv/bin/python bench/accuracy.py --sampling-only --budget 30
+    .venv/bin/python bench/accuracy.py --study extrapolation --budget 3   # issue 13's three studies:
+    .venv/bin/python bench/accuracy.py --study extrapolation --device D --home H   # + sizes
+    .venv/bin/python bench/accuracy.py --study tail
+    .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
 temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.training.evaluate`
@@ -29,6 +33,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.physics_study import (  # noqa: E402
+    load_study,
+    oracle_load_study,
+    print_extrapolation,
+    print_tail,
+    size_study,
+    tail_study,
+)
 from modeling.training.adaptive import propose_points  # noqa: E402
 from modeling.training.evaluate import evaluate_frame  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
@@ -307,6 +319,34 @@ def sampling_study(
         print(f"| {n} | {grid:.1%} | {rnd:.1%} | {adaptive:.1%} |", flush=True)
 
 
+def run_study(study: str, frames: dict[str, pd.DataFrame], budget: float, folds: int, sizes: bool) -> None:
+    """One study of issue 13 on every device (see :mod:`bench.physics_study`)."""
+    if study == "tail":
+        tails = {}
+        for name, frame in frames.items():
+            print(f"tail study: {name} ...", file=sys.stderr, flush=True)
+            tails[name] = tail_study(frame, budget, folds)
+        print_tail(tails)
+        return
+    loads = {}
+    for name, frame in frames.items():
+        print(f"extrapolation study: {name} ...", file=sys.stderr, flush=True)
+        loads[name] = load_study(frame, budget)
+    print_extrapolation(loads, "Extrapolation in load: trained at queue depth x numjobs <= 32, scored above")
+    print("\nThe load rule fed measured IOPS (no model): IOPS MRE above 32 in flight")
+    print("| device | points | flat plateau (served) | hyperbolic 1/X = a + b/L |")
+    print("|---|---|---|---|")
+    for name, frame in frames.items():
+        oracle = oracle_load_study(frame)
+        if oracle is not None:
+            print(f"| {name} | {oracle['points']:.0f} | {oracle['flat']:.1%} | {oracle['hyperbolic']:.1%} |")
+    if sizes:
+        print_extrapolation(
+            {name: size_study(frame, budget) for name, frame in frames.items()},
+            "Extrapolation in size: trained at <= 128 KiB, scored at 256 KiB - 1 MiB",
+        )
+
+
 def main() -> None:
     """Run the benchmark."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -321,10 +361,17 @@ def main() -> None:
     parser.add_argument(
         "--consistency-only", action="store_true", help="only the tail-consistency table (seconds)"
     )
-    parser.add_argument("--transfer-only", action="store_true", help="only the transfer study")
+    parser.add_argument("--transfer-only", action="store_true", help="the same as --study transfer")
     parser.add_argument("--transfer-seeds", type=int, default=3,
                         help="random draws per K in the transfer study")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
+    parser.add_argument(
+        "--study",
+        choices=("extrapolation", "tail", "transfer"),
+        help="only this study of issue 13: train at <= 32 I/Os in flight (and, with --device, "
+        "sizes <= 128 KiB) and score beyond; p50..p99.9 vs a plain XGBoost; or a new device "
+        "from K points of another",
+    )
     args = parser.parse_args()
 
     frames: dict[str, pd.DataFrame] = {}
@@ -341,9 +388,12 @@ def main() -> None:
     print_tail_consistency(frames)
     if args.consistency_only:
         return
-    if args.transfer_only:
+    if args.transfer_only or args.study == "transfer":
         transfer_study({n: distinct_workloads(f) for n, f in frames.items()}, TRANSFER_FIT,
                        seeds=args.transfer_seeds)
+        return
+    if args.study:
+        run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device))
         return
     if args.later:
         if not args.device:

@@ -15,20 +15,29 @@ described by the protocols below, which list exactly the attributes a twin reads
 
 from __future__ import annotations
 
+import itertools
 import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from modeling.workload import MIB, region_code
+from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS, region_code
 from modeling.workload_matrix import FIELD_INDEX as _F
+from modeling.workload_matrix import FRACTION_COLUMNS
 
 LN2 = math.log(2.0)
 
 
 # -- features and physics ------------------------------------------------------------------
+
+
+_LOG_QD = 1
+"""Column of log2 queue depth in every feature set (see :func:`features_row`)."""
+_LOG_OUTSTANDING = 5
+"""Column of log2 (queue depth x numjobs) in the extended feature set."""
 
 
 def features_row(row: Sequence[float], feature_set: str) -> np.ndarray:
@@ -47,16 +56,6 @@ def features_row(row: Sequence[float], feature_set: str) -> np.ndarray:
             math.log2((1.0 - wr) * rs + wr * ws),
         ]
     return np.array([out], dtype=np.float32)
-
-
-def derive_row(metric: str, iops: float, row: Sequence[float]) -> float:
-    """Twin of :func:`modeling.serving.metric_models.derive_metric` (bandwidth law, Little's law)."""
-    if metric == "bandwidth_mib_s":
-        wr = row[_F["write_ratio"]]
-        return iops * ((1.0 - wr) * row[_F["read_size"]] + wr * row[_F["write_size"]]) / MIB
-    if metric == "latency_mean_us":
-        return row[_F["queue_depth"]] * row[_F["numjobs"]] / max(iops, 1e-9) * 1e6
-    raise ValueError(f"{metric} cannot be derived from IOPS")
 
 
 def outside_row(lo: Sequence[float], hi: Sequence[float], row: Sequence[float]) -> bool:
@@ -168,6 +167,187 @@ def load_gated_row(model: LoadGate, X32: np.ndarray, runners: Mapping[str, Fast]
     return np.array([math.exp((1.0 - e) * direct + e * per_load)])
 
 
+# -- physics (twins of modeling.serving.physics) -------------------------------------------
+
+_QD, _NJ, _WR = _F["queue_depth"], _F["numjobs"], _F["write_ratio"]
+_SIZE_COLUMNS = (_F["request_size"], _F["read_size"], _F["write_size"])
+_LOAD_LAWS = ("iops", "bandwidth_mib_s", "latency_mean_us")
+"""The metrics read off the monotone envelope along queue depth (see ``settle``)."""
+
+
+@dataclass(frozen=True)
+class RowLimits:
+    """``PhysicsLimits`` in plain floats (``PhysicsLimits.row_limits``), read by the row twins."""
+
+    lo: list[float]
+    hi: list[float]
+    max_outstanding: float
+    caps: tuple[float, ...]  # per mix (read, write, mixed): the bandwidth cap, tolerance included
+    depths: list[float]  # the measured queue depths, ascending; empty: no ladder
+    log_depths: list[float]  # their log2
+    interval_growth: float  # ``physics.INTERVAL_GROWTH``
+
+
+def _mean_size(row: Sequence[float]) -> float:
+    wr = row[_WR]
+    return (1.0 - wr) * row[_F["read_size"]] + wr * row[_F["write_size"]]
+
+
+def _field_factor(v: float, lo: float, hi: float) -> float:
+    """Twin of ``physics._field_factors`` for one field."""
+    above = v / max(hi, 1e-12) if v > hi else 1.0
+    below = lo / max(v, 1e-12) if v < lo else 1.0
+    return max(above, below, 1.0)
+
+
+@dataclass
+class RowStretch:
+    """Twin of ``physics.Stretch`` for one workload."""
+
+    row: list[float]  # the workload the models are evaluated at
+    load: float
+    size: float
+    distance: float
+
+
+def stretch_row(row: Sequence[float], lim: RowLimits) -> RowStretch:
+    """Twin of ``physics.stretch``: sizes and load above the measured maximum clamped to it."""
+    ev = list(row)
+    for col in _SIZE_COLUMNS:
+        ev[col] = min(ev[col], lim.hi[col])
+    size = _mean_size(row) / max(_mean_size(ev), 1.0)
+    jobs = min(ev[_NJ], lim.hi[_NJ])
+    depth = min(ev[_QD], lim.hi[_QD])
+    depth = min(depth, max(float(math.floor(lim.max_outstanding / jobs)), 1.0))
+    ev[_NJ], ev[_QD] = jobs, depth
+    load = row[_QD] * row[_NJ] / (depth * jobs)
+    far = max(load, size)
+    for v, lo, hi in zip(row, lim.lo, lim.hi, strict=True):
+        if v > hi or v < lo:  # inside the range a field's factor is 1
+            far = max(far, _field_factor(v, lo, hi))
+    return RowStretch(ev, load, size, math.log(max(far, 1.0)))
+
+
+def extrapolation_row(row: Sequence[float], lim: RowLimits | None) -> dict[str, float]:
+    """Twin of ``physics.extrapolation`` for one workload: ``{field: factor}`` outside the range."""
+    if lim is None:
+        return {}
+    out: dict[str, float] = {}
+    for i, (v, lo, hi) in enumerate(zip(row, lim.lo, lim.hi, strict=True)):
+        if i in FRACTION_COLUMNS:
+            gap = max(v - hi, lo - v)
+            f = 1.0 + gap if gap > 1e-9 else 1.0
+        else:
+            f = _field_factor(v, lo, hi)
+        if f > 1.0 + 1e-9:
+            out[WORKLOAD_FIELDS[i]] = round(f, 4)
+    load = row[_QD] * row[_NJ] / lim.max_outstanding
+    if load > 1.0 + 1e-9:
+        out["outstanding_io"] = round(load, 4)
+    return out
+
+
+def ladder_position(logs: Sequence[float], depth: float) -> tuple[int, int, float]:
+    """The twin of ``settle``'s position along the measured depths: (low, high, fraction).
+
+    ``np.interp`` of log2 ``depth`` over the measured depths' log2 (``logs``), clamped
+    at both ends.
+    """
+    n = len(logs)
+    x = math.log2(depth)
+    if x <= logs[0]:
+        pos = 0.0
+    elif x >= logs[-1]:
+        pos = float(n - 1)
+    else:
+        j = bisect_right(logs, x) - 1
+        pos = j + (x - logs[j]) * (1.0 / (logs[j + 1] - logs[j]))
+    low = min(math.floor(pos), n - 1)
+    return low, min(low + 1, n - 1), pos - low
+
+
+def ladder_rows(at: tuple[int, int, float]) -> int:
+    """How many measured depths, from the smallest, :func:`settle_row` reads at position ``at``.
+
+    At a measured depth the envelope is read there (the next one weighs nothing).
+    """
+    low, high, frac = at
+    return (high if frac > 0.0 else low) + 1
+
+
+def settle_row(
+    metric: str, steps: Sequence[float], row: Sequence[float], lim: RowLimits, at: tuple[int, int, float]
+) -> float:
+    """Twin of ``physics.settle`` for one load-law metric of one workload.
+
+    ``steps`` are the metric at the first :func:`ladder_rows` measured depths (the
+    workload ``row`` evaluated at each), ``at`` the row's :func:`ladder_position`.
+    """
+    low, high, frac = at
+    nj = row[_NJ]
+    if metric == "latency_mean_us":
+        env = list(itertools.accumulate(steps, max))
+        scale = 1.0
+    else:  # IOPS and bandwidth per I/O in flight
+        env = list(itertools.accumulate((v / (d * nj) for v, d in zip(steps, lim.depths, strict=False)), min))
+        scale = row[_QD] * nj
+    a = math.log(max(env[low], 1e-300))
+    b = math.log(max(env[high], 1e-300)) if frac > 0.0 else a
+    return math.exp(a * (1.0 - frac) + b * frac) * scale
+
+
+def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStretch, lim: RowLimits) -> None:
+    """Twin of ``physics.apply_physics`` for one workload, in place."""
+    if "iops" in values:
+        values["iops"] = values["iops"] / st.size
+    for metric in LATENCY_METRICS:
+        if metric in values:
+            values[metric] = values[metric] * (st.load * st.size)
+    wr = row[_WR]
+    cap = lim.caps[0 if wr <= 0.0 else 1 if wr >= 1.0 else 2]
+    if "bandwidth_mib_s" in values:
+        values["bandwidth_mib_s"] = min(values["bandwidth_mib_s"], cap)
+    if "iops" in values:
+        bw_implied = values["iops"] * _mean_size(row) / MIB
+        slow = min(1.0, cap / max(bw_implied, 1e-12))
+        values["iops"] = values["iops"] * slow
+        for metric in LATENCY_METRICS:
+            if metric in values:
+                values[metric] = values[metric] / slow
+    order_percentiles_row(values)
+
+
+def order_percentiles_row(values: dict[str, float]) -> None:
+    """Twin of ``physics.order_percentiles``: p50 <= p90 <= p99 <= p99.9, p99 >= mean."""
+    running = -math.inf
+    for metric in PERCENTILE_ORDER:
+        if metric not in values:
+            continue
+        v = values[metric]
+        if metric == "latency_p99_us" and "latency_mean_us" in values:
+            v = max(v, values["latency_mean_us"])
+        running = max(v, running)
+        values[metric] = running
+
+
+def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
+    """The metrics whose values the laws need to answer ``wanted``, in ``known``'s order.
+
+    Latencies are slowed with IOPS under the bandwidth cap, and each percentile is raised
+    to the ones before it (and p99 to the mean).
+    """
+    if wanted is known or set(wanted) >= set(known):  # every metric: the common request
+        return list(known)
+    need = set(wanted)
+    for metric in wanted:
+        if metric in LATENCY_METRICS:
+            need.add("iops")
+        if metric in PERCENTILE_ORDER:
+            need.add("latency_mean_us")
+            need.update(PERCENTILE_ORDER[: PERCENTILE_ORDER.index(metric)])
+    return [m for m in known if m in need]
+
+
 # -- a device model ------------------------------------------------------------------------
 
 
@@ -195,6 +375,12 @@ class Device(Protocol):
     @property
     def specs(self) -> Mapping[str, Any]: ...
 
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+
+    @property
+    def row_limits(self) -> RowLimits | None: ...
+
     def _check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]: ...
 
     def _scope_for(self, base: Any, code: int, model: str, metric: str) -> str: ...
@@ -216,16 +402,47 @@ class _RowFeatures:
         return x
 
 
+class _LadderFeatures:
+    """Feature rows of the workload at the measured ``depths``, then of the workload itself.
+
+    Only the load columns differ from the workload's own row (see :func:`features_row`),
+    so each ladder row is a copy with those replaced.  When the workload sits at the
+    last of the depths, that row is its own and is not repeated (``own_included``).
+    """
+
+    def __init__(self, own: _RowFeatures, depths: Sequence[float]) -> None:
+        self.own = own
+        self.own_included = depths[-1] == own.row[_QD]
+        self.depths = list(depths) if self.own_included else [*depths, own.row[_QD]]
+        self.sets: dict[str, np.ndarray] = {}
+
+    def steps(self, values: np.ndarray) -> list[float]:
+        """The values at the measured depths, of values at every ladder row."""
+        return values.tolist() if self.own_included else values[:-1].tolist()
+
+    def __getitem__(self, feature_set: str) -> np.ndarray:
+        x = self.sets.get(feature_set)
+        if x is None:
+            x = np.repeat(self.own[feature_set], len(self.depths), axis=0)
+            x[:, _LOG_QD] = [math.log2(d) for d in self.depths]
+            if feature_set == "extended":
+                nj = self.own.row[_NJ]
+                x[:, _LOG_OUTSTANDING] = [math.log2(d * nj) for d in self.depths]
+            self.sets[feature_set] = x
+        return x
+
+
 @dataclass
 class _RowState:
     """Per-call state of one single-workload prediction."""
 
-    row: list[float]
+    asked: list[float]  # the workload asked for: its region and range flags
+    features: _RowFeatures  # of the workload the models are evaluated at
+    ladder: _LadderFeatures | None  # the same at the measured depths it needs
     code: int
-    features: _RowFeatures
     model: str
-    cache: dict[tuple[str, str], float] = field(default_factory=dict)
-    done: dict[str, tuple[float, float, float, bool, str]] = field(default_factory=dict)
+    cache: dict[tuple[str, str, bool], np.ndarray] = field(default_factory=dict)
+    done: dict[str, tuple[np.ndarray, float, bool, str]] = field(default_factory=dict)
 
 
 def predict_row(
@@ -233,45 +450,129 @@ def predict_row(
 ) -> dict[str, tuple[float, float, float, bool, str]]:
     """Twin of ``DeviceModel.predict_matrix`` for one workload (a list of the workload fields).
 
-    The same models, scope choices, physics and intervals as the matrix path.
+    The same models, scope choices, physics and intervals as the matrix path, without its
+    arrays: the models run on one feature row, and the load-law metrics on the few rows of
+    the measured depths up to the workload's (one call per model); only the metrics the
+    wanted ones depend on through the laws are computed.
     """
     wanted = device._check_request(metrics, model)
-    code = region_code(row[_F["write_ratio"]], row[_F["randomness"]], row[_F["request_size"]])
-    state = _RowState(row, int(code), _RowFeatures(row), model)
-    return {metric: _metric_row(device, metric, state) for metric in wanted}
+    lim = device.row_limits
+    code = int(region_code(row[_WR], row[_F["randomness"]], row[_F["request_size"]]))
+    if lim is None:  # a model saved before the physics limits were recorded: no laws
+        st = _RowState(row, _RowFeatures(row), None, code, model)
+        out = {}
+        for metric in wanted:
+            v, q, extrap, scope = _metric_row(device, metric, st, False)
+            value = max(float(v[-1]), 0.0)
+            out[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
+        return out
+    stretch = stretch_row(row, lim)
+    ev = stretch.row
+    own = _RowFeatures(ev)
+    at = ladder_position(lim.log_depths, ev[_QD]) if lim.depths else (0, 0, 0.0)
+    depths = lim.depths[: ladder_rows(at)] if lim.depths else []
+    if depths == [ev[_QD]]:
+        # at the smallest measured depth the envelope is the workload's own value (up to
+        # rounding: the matrix path divides by the load and multiplies back)
+        depths = []
+    st = _RowState(row, own, _LadderFeatures(own, depths) if depths else None, code, model)
+    raw = {}
+    values = {}
+    for metric in needed_metrics(wanted, device.metrics):
+        on_ladder = metric in _LOAD_LAWS
+        raw[metric] = _metric_row(device, metric, st, on_ladder)
+        v = raw[metric][0]
+        if on_ladder and st.ladder is not None:
+            values[metric] = settle_row(metric, st.ladder.steps(v), ev, lim, at)
+        else:
+            values[metric] = float(v[-1])
+    apply_physics_row(values, row, stretch, lim)
+    out = {}
+    for metric in wanted:
+        _, q, extrap, scope = raw[metric]
+        value = max(values[metric], 0.0)
+        q = q + lim.interval_growth * stretch.distance
+        # a load beyond the measured one can hide inside each field's own range
+        extrap = extrap or stretch.distance > 0.0
+        out[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
+    return out
 
 
-def _metric_row(device: Device, metric: str, st: _RowState) -> tuple[float, float, float, bool, str]:
-    if metric in st.done:
-        return st.done[metric]
+def _metric_row(
+    device: Device, metric: str, st: _RowState, on_ladder: bool
+) -> tuple[np.ndarray, float, bool, str]:
+    """The model's (values, q, extrapolated, scope) of one metric before the laws.
+
+    ``values`` ends with the workload's own value; on the ladder the values at the
+    measured depths come first.
+    """
+    done = st.done.get(metric)
+    if done is not None and (not on_ladder or len(done[0]) > 1):
+        return done
     spec = device.specs[metric]
     base = device.specs["iops"] if spec.mode == "derived" else spec
     scope = device._scope_for(base, st.code, st.model, metric)
     sm, own = base.scopes[scope], spec.scopes.get(scope)
-    key = ("iops" if spec.mode == "derived" else metric, scope)
-    value = st.cache.get(key)
-    if value is None:
-        value = st.cache[key] = float(sm.predict(st.features)[0])
+    source = "iops" if spec.mode == "derived" else metric
+    value = _scope_values(sm, source, scope, st, on_ladder)
     q = own.q if own is not None else math.nan
-    extrap = device._no_data_of(st.code) or sm.outside_row(st.row)
+    extrap = device._no_data_of(st.code) or sm.outside_row(st.asked)
     if spec.mode == "derived":
         factor = own.scale if own is not None else 1.0
-        value = derive_row(metric, value, st.row) * factor
+        nj = st.features.row[_NJ]
+        depths = st.ladder.depths if on_ladder and st.ladder else [st.features.row[_QD]]
+        loads = [d * nj for d in depths]
+        value = derive_row(metric, value, loads, st.features.row) * factor
     elif spec.mode == "ratio":
-        mean = _metric_row(device, "latency_mean_us", st)
-        value, extrap = value * mean[0], extrap or mean[3]
-    value = max(value, 0.0)
-    st.done[metric] = (value, value * math.exp(-q), value * math.exp(q), extrap, scope)
+        mean = _metric_row(device, "latency_mean_us", st, False)
+        value, extrap = value * mean[0][-1], extrap or mean[2]
+    st.done[metric] = (value, q, extrap, scope)
     return st.done[metric]
+
+
+def _scope_values(sm: Any, source: str, scope: str, st: _RowState, on_ladder: bool) -> np.ndarray:
+    """A scope model's raw values: at the ladder's rows then the workload's, or the workload's."""
+    if on_ladder and st.ladder is not None:
+        key = (source, scope, True)
+        hit = st.cache.get(key)
+        if hit is None:
+            hit = st.cache[key] = np.asarray(sm.predict(st.ladder), dtype=np.float64)
+        return hit
+    ladder_hit = st.cache.get((source, scope, True))
+    if ladder_hit is not None:
+        return ladder_hit[-1:]
+    key = (source, scope, False)
+    hit = st.cache.get(key)
+    if hit is None:
+        hit = st.cache[key] = np.asarray(sm.predict(st.features), dtype=np.float64)
+    return hit
+
+
+def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[float]) -> np.ndarray:
+    """Twin of ``metric_models.derive_metric`` (bandwidth law, Little's law) for one workload.
+
+    ``iops`` at the ladder's rows then the workload's, ``loads`` their I/Os in flight.
+    """
+    if metric == "bandwidth_mib_s":
+        return iops * _mean_size(row) / MIB
+    if metric == "latency_mean_us":
+        if len(loads) == 1:  # plain floats: numpy costs more than the arithmetic on one value
+            return np.array([loads[0] / max(float(iops[0]), 1e-9) * 1e6])
+        return np.asarray(loads) / np.maximum(iops, 1e-9) * 1e6
+    raise ValueError(f"{metric} cannot be derived from IOPS")
 
 
 __all__ = [
     "derive_row",
+    "apply_physics_row",
     "elasticity_row",
+    "extrapolation_row",
     "features_row",
     "forest_leaves_row",
     "load_gated_row",
     "matern_slope_row",
     "outside_row",
     "predict_row",
+    "settle_row",
+    "stretch_row",
 ]

@@ -44,11 +44,31 @@ MIB: Final = 1024 * KIB
 MAX_REQUEST_SIZE: Final = 64 * MIB
 
 METRICS: Final[tuple[str, ...]] = ("latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops")
-"""The predicted metrics, in canonical order."""
+"""The metrics every trained model predicts, in canonical order."""
+
+PERCENTILE_METRICS: Final[tuple[str, ...]] = ("latency_p50_us", "latency_p90_us", "latency_p99_9_us")
+"""Further latency percentiles, predicted where the measurements hold them (fio sweeps do)."""
+
+SERVED_METRICS: Final[tuple[str, ...]] = METRICS + PERCENTILE_METRICS
+"""Every metric a model may predict, in canonical order."""
+
+PERCENTILE_ORDER: Final[tuple[str, ...]] = (
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_us",
+    "latency_p99_9_us",
+)
+"""The served latency percentiles, in the order their values must follow."""
+
+LATENCY_METRICS: Final[tuple[str, ...]] = ("latency_mean_us", *PERCENTILE_ORDER)
+"""Every latency metric: Little's law scales them together."""
 
 METRIC_UNITS: Final[Mapping[str, str]] = {
     "latency_mean_us": "us",
+    "latency_p50_us": "us",
+    "latency_p90_us": "us",
     "latency_p99_us": "us",
+    "latency_p99_9_us": "us",
     "bandwidth_mib_s": "MiB/s",
     "iops": "IO/s",
 }

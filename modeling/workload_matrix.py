@@ -21,6 +21,8 @@ from modeling.workload import BASIC_FIELDS, WORKLOAD_FIELDS, WORKLOAD_LIMITS, fi
 FIELD_INDEX = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
 """Column of each workload field."""
 _IDX = FIELD_INDEX
+FRACTION_COLUMNS = tuple(i for i, f in enumerate(WORKLOAD_FIELDS) if "ratio" in f or "randomness" in f)
+"""Columns of the fields that are fractions (0 to 1): write ratio and the randomness fields."""
 
 
 def workload_matrix(frame: pd.DataFrame) -> np.ndarray:

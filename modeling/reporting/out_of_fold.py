@@ -20,7 +20,7 @@ from sklearn.base import clone
 from modeling.serving.device_model import DeviceModel
 from modeling.training.evaluate import error_summary
 from modeling.features import compute_features
-from modeling.training.fit import median_by_workload, training_rows
+from modeling.training.fit import measured_limits, median_by_workload, training_rows
 from modeling.serving.metric_models import MetricSpec, ScopeModel
 from modeling.training.selection import cv_folds, relative_errors, workload_groups
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
@@ -103,7 +103,9 @@ def refit(model: DeviceModel, w: np.ndarray, ys: dict[str, np.ndarray]) -> Devic
             kept = {k: v for k, v in spec.scopes.items() if k in iops_scopes}
             specs[metric] = dataclasses.replace(spec, scopes=kept)
     regions = frozenset(REGION_NAMES[c] for c in np.unique(codes))
-    return DeviceModel(model.device, f"{model.version}-refit", specs, regions, model.manifest)
+    # the laws hold at the limits of what this fit saw, as training records them
+    limits = None if model.limits is None else measured_limits(w, ys)
+    return DeviceModel(model.device, f"{model.version}-refit", specs, regions, model.manifest, limits=limits)
 
 
 def out_of_fold(frame: pd.DataFrame, model: DeviceModel, folds: int = REPORT_FOLDS) -> OutOfFold:

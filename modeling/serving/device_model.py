@@ -22,10 +22,21 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.one_row import predict_row
+from modeling.one_row import RowLimits, extrapolation_row
+from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
-from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS, Workload
+from modeling.serving.physics import (
+    PhysicsLimits,
+    apply_physics,
+    extrapolation,
+    ladder,
+    settle,
+    stretch,
+    widen,
+)
+from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
 from modeling.workload_matrix import columns_matrix, region_codes
+
 
 @dataclass(frozen=True)
 class MetricPrediction:
@@ -36,6 +47,7 @@ class MetricPrediction:
     upper: float | None
     extrapolated: bool
     model: str
+    extrapolation: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,8 @@ class Prediction:
     device: str
     model_version: str
     predictions: dict[str, MetricPrediction]
+    extrapolation: dict[str, float] = field(default_factory=dict)
+    """Per workload field outside the measured range, how many times beyond it."""
 
 
 class DeviceModel:
@@ -57,11 +71,14 @@ class DeviceModel:
         specs: dict[str, MetricSpec],
         data_regions: frozenset[str],
         manifest: dict[str, Any] | None = None,
+        limits: PhysicsLimits | None = None,
     ) -> None:
         self.device = device
         self.version = version
         self.specs = specs
-        self.metrics = tuple(m for m in METRICS if m in specs)
+        self.metrics = tuple(m for m in SERVED_METRICS if m in specs)
+        self.limits = limits  # None for models saved before the physics limits were recorded
+        self._row_limits: tuple[PhysicsLimits | None, RowLimits | None] = (None, None)
         self.data_regions = data_regions
         self.manifest = manifest or {}
         self._data_region_mask = np.array([r in data_regions for r in REGION_NAMES])
@@ -79,6 +96,7 @@ class DeviceModel:
     ) -> Prediction:
         """Predict the metrics of one workload."""
         row = [float(getattr(workload, f)) for f in WORKLOAD_FIELDS]
+        far = extrapolation_row(row, self.row_limits)
         preds = {
             metric: MetricPrediction(
                 value=value,
@@ -86,10 +104,27 @@ class DeviceModel:
                 upper=None if math.isnan(upper) else upper,
                 extrapolated=extrap,
                 model=scope,
+                extrapolation=far if extrap else {},
             )
             for metric, (value, lower, upper, extrap, scope) in self.predict_row(row, metrics, model).items()
         }
-        return Prediction(device=self.device, model_version=self.version, predictions=preds)
+        return Prediction(self.device, self.version, preds, far)
+
+    @property
+    def row_limits(self) -> RowLimits | None:
+        """:attr:`limits` in plain floats, for the one-row path (rebuilt when they change)."""
+        src, row = self._row_limits
+        if src is not self.limits:
+            row = None if self.limits is None else self.limits.row_limits()
+            self._row_limits = (self.limits, row)
+        return row
+
+    def extrapolation(self, w: np.ndarray) -> list[dict[str, float]]:
+        """Per workload, ``{field: factor}`` for each field outside the measured range.
+
+        See :func:`modeling.serving.physics.extrapolation`.
+        """
+        return extrapolation(w, self.limits)
 
     def predict_frame(
         self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
@@ -122,13 +157,26 @@ class DeviceModel:
     ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Per metric: (value, lower, upper, extrapolated, scope name) arrays for a workload matrix."""
         wanted = self._check_request(metrics, model)
-        ctx = _Context(w, region_codes(w), _Features(w), model)
+        st = stretch(w, self.limits)
+        lad = ladder(st.w_eval, self.limits)
+        codes = np.repeat(region_codes(w), lad.k)
+        ctx = _Context(lad.w, np.repeat(w, lad.k, axis=0), codes, _Features(lad.w), model)
         ctx.no_data = ~self._data_region_mask[ctx.codes]
-        return {metric: self._predict_metric(metric, ctx) for metric in wanted}
+        # every metric, not only the wanted ones: the laws tie them together
+        raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
+        values = settle({m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}, lad)
+        apply_physics(values, w, st, self.limits)
+        out = {}
+        for metric in wanted:
+            value = np.maximum(values[metric], 0.0)
+            q = widen(lad.own(raw[metric][1]), st.distance)
+            # a load beyond the measured one can hide inside each field's own range
+            extrap = lad.own(raw[metric][2]) | (st.distance > 0.0)
+            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, lad.own(raw[metric][3]))
+        return out
 
-    def _predict_metric(
-        self, metric: str, ctx: _Context
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _predict_metric(self, metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
+        """The model's (value, q, extrapolated, scope) of one metric at ``ctx.w``, before the laws."""
         if metric in ctx.done:
             return ctx.done[metric]
         w = ctx.w
@@ -162,11 +210,10 @@ class DeviceModel:
             value = derive_metric(metric, value, w) * factor
         elif spec.mode == "ratio":
             # the model predicts the ratio to the mean latency (tail / mean)
-            mean, _, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
+            mean, _, mean_extrap, _ = self._predict_metric("latency_mean_us", ctx)
             value = value * mean
             extrap = extrap | mean_extrap
-        value = np.maximum(value, 0.0)
-        ctx.done[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, names)
+        ctx.done[metric] = (value, q, extrap, names)
         return ctx.done[metric]
 
     def predict_row(
@@ -174,11 +221,10 @@ class DeviceModel:
     ) -> dict[str, tuple[float, float, float, bool, str]]:
         """:meth:`predict_matrix` of one workload (a list of the 9 fields), in plain floats.
 
-        The service's common case.  The same models and scope choices as the matrix path
-        (tests hold the two equal), without a dozen numpy calls per metric on length-1
-        arrays, which would cost more than the models themselves.
+        The one-row twin (:func:`modeling.one_row.predict_row`): the same numbers without
+        the matrix path's arrays, which cost more than the models for a single workload.
         """
-        return predict_row(self, row, metrics, model)
+        return fast_row(self, row, metrics, model)
 
     def _no_data_of(self, code: int) -> bool:
         """Whether region ``code`` had no measurements at all (its answers are extrapolated)."""
@@ -239,7 +285,8 @@ class _Features:
 class _Context:
     """Per-call state of one batch prediction."""
 
-    w: np.ndarray
+    w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
+    asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
     features: _Features
     model: str
@@ -259,5 +306,5 @@ class _Context:
         """Rows with a field outside the range the scope's model was trained on."""
         hit = self.ranges.get(id(sm))
         if hit is None:
-            hit = self.ranges[id(sm)] = sm.outside(self.w)
+            hit = self.ranges[id(sm)] = sm.outside(self.asked)
         return hit

@@ -35,6 +35,7 @@ import numpy as np
 
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import MetricSpec, ScopeModel
+from modeling.serving.physics import PhysicsLimits
 from modeling.serving.model_cache import ModelCache
 from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
@@ -42,7 +43,7 @@ from modeling.estimators.serialize import export_estimator, import_estimator
 from modeling.store import DataDir, ModelVersion
 from modeling.store.names import validate_name
 from modeling.store.watch import CatalogWatch
-from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
+from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS
 
 FORMAT = "ssdpredict-model"
 FORMAT_VERSION = 1
@@ -79,7 +80,10 @@ def encode_model(model: DeviceModel) -> tuple[dict[str, Any], dict[str, bytes]]:
                 "weights": sm.weights,
             }
         metrics[metric] = {"mode": spec.mode, "auto_regions": sorted(spec.auto_regions), "scopes": scopes}
-    return {"metrics": metrics, "data_regions": sorted(model.data_regions)}, blobs
+    doc: dict[str, Any] = {"metrics": metrics, "data_regions": sorted(model.data_regions)}
+    if model.limits is not None:
+        doc["physics"] = model.limits.to_json()
+    return doc, blobs
 
 
 def decode_model(
@@ -89,7 +93,7 @@ def decode_model(
     try:
         specs: dict[str, MetricSpec] = {}
         for metric, m in doc["metrics"].items():
-            if metric not in METRICS or m["mode"] not in ("direct", "derived", "ratio"):
+            if metric not in SERVED_METRICS or m["mode"] not in ("direct", "derived", "ratio"):
                 raise CorruptModel(f"unknown metric or mode in model file: {metric!r}")
             scopes = {}
             for scope, s in m["scopes"].items():
@@ -123,11 +127,13 @@ def decode_model(
         regions = frozenset(doc["data_regions"])
         if not regions <= set(REGION_NAMES):
             raise CorruptModel("unknown region in model file")
+        # model files written before the limits were recorded have none: no physics caps
+        limits = PhysicsLimits.from_json(doc["physics"]) if "physics" in doc else None
     except CorruptModel:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptModel(f"model file does not match the schema: {exc!r}") from exc
-    return DeviceModel(device, version, specs, regions, manifest)
+    return DeviceModel(device, version, specs, regions, manifest, limits)
 
 
 def _blend_weights(raw: Any, n: int) -> list[float] | None:

@@ -214,20 +214,24 @@ def _predict_out_of_fold(
             clean.iloc[train], w[test], inner, budget, candidates, feature_sets=feature_sets
         )
         for m, mode in res["modes"].items():
-            oof.modes[m][mode] = oof.modes[m].get(mode, 0) + 1
-        for m in metrics:
+            if m in oof.modes:  # a fold may train a metric that not every row measured
+                oof.modes[m][mode] = oof.modes[m].get(mode, 0) + 1
+        # a fold's training may serve fewer metrics than the data has (a percentile needs a
+        # fitted mean latency): those rows stay NaN, unscored, rather than fail the evaluation
+        for m in (m for m in metrics if m in res["auto"]):
             value, lo, hi, ex, _ = res["auto"][m]
             oof.auto[m][test], oof.lower[m][test], oof.upper[m][test], oof.extrap[m][test] = value, lo, hi, ex
             oof.glob[m][test] = res["global"][m][0]
             for region, (mask, pred) in res["regions"].items():
-                oof.regions[region][m][test[mask]] = pred[m][0]
+                if m in pred:
+                    oof.regions[region][m][test[mask]] = pred[m][0]
         if compare_feature_sets:
             for fs in FEATURE_SETS:
                 # the side-by-side runs use each set's families as given (no tuning)
                 sub = [c for c in cands if c.feature_set == fs]
                 sub = sub or default_candidates((fs,), n_rows=len(train))
                 r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
-                for m in metrics:
+                for m in (m for m in metrics if m in r["auto"]):
                     oof.feature_sets[fs][m][test] = r["auto"][m][0]
     return oof
 
@@ -311,6 +315,7 @@ def _evaluate(
     groups = workload_groups(w)
     cands = candidates or default_candidates(feature_sets, n_rows=int(groups.max()) + 1)
     metrics = [m for m in METRICS if m in ys]  # the metrics the data has, as training trains them
+    ys = {m: ys[m] for m in metrics}  # the further percentiles are scored by the tail study
     oof = _predict_out_of_fold(
         clean, w, metrics, splits, inner=inner, budget=budget, candidates=candidates, cands=cands,
         feature_sets=feature_sets, compare_feature_sets=compare_feature_sets, progress=progress,

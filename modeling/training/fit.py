@@ -44,7 +44,8 @@ from modeling.training.selection import (
     select,
     workload_groups,
 )
-from modeling.workload import BASIC_FIELDS, METRICS, REGION_NAMES
+from modeling.serving.physics import PERCENTILE_ORDER, PhysicsLimits, order_percentiles
+from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
 """Fewest distinct measured workloads a device needs to be trained."""
@@ -96,6 +97,13 @@ def training_rows(
         raise NoData(f"only {len(clean)} usable measured points; at least {min_rows} are needed to train")
     w = workload_matrix(clean)
     ys = {m: clean[m].to_numpy(dtype=np.float64) for m in metrics}
+    for m in PERCENTILE_METRICS:
+        # a percentile is learned only where every usable run holds it (fio sweeps do;
+        # a CSV of means and p99s does not)
+        if m in clean.columns:
+            y = pd.to_numeric(clean[m], errors="coerce").to_numpy(dtype=np.float64)
+            if np.isfinite(y).all() and (y > 0).all():
+                ys[m] = y
     return w, ys, clean
 
 
@@ -236,7 +244,8 @@ def fit_device_model(
     )
     by_law = {m for m, gap in fit.gaps.items() if physics and gap <= LAW_HOLDS}
     # only the metrics the data has; the laws derive from the IOPS model, so it comes first
-    for metric in sorted(ys, key=lambda m: (m != "iops", METRICS.index(m))):
+    # (the further percentiles come after, as ratios to the mean latency)
+    for metric in sorted((m for m in ys if m in METRICS), key=lambda m: (m != "iops", METRICS.index(m))):
         if metric in by_law:
             _fit_by_law(fit, metric)
             continue
@@ -249,8 +258,11 @@ def fit_device_model(
         fit.report[metric] = entry
     for metric, entry in fit.report.items():
         entry["global"]["cv_fold_std"] = fold_spread(fit.final_oof[metric], ys[metric], fit.splits)
+    for metric in PERCENTILE_METRICS:
+        if metric in ys and "latency_mean_us" in fit.final_oof:
+            _fit_percentile(fit, metric)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
-    model = DeviceModel(device, version, fit.specs, data_regions)
+    model = DeviceModel(device, version, fit.specs, data_regions, limits=measured_limits(w, ys))
     served = _served_oof(fit)
     evaluation = oof_evaluation(served, ys, folds=len(fit.splits), runs=runs)
     for metric, e in evaluation["metrics"].items():
@@ -267,9 +279,20 @@ def fit_device_model(
         "feature_sets": sorted({c.feature_set for c in fit.cands}),
         "data_regions": sorted(data_regions),
         "evaluation": evaluation,
+        "percentile_ladder": _ladder_cv(fit),
         "train_seconds": round(time.monotonic() - start, 3),
     }
     return model, summary
+
+
+def _ladder_cv(fit: _Fit) -> dict[str, float]:
+    """CV MRE of each percentile as served: the out-of-fold ladder put in order first."""
+    names = ("latency_mean_us", *PERCENTILE_ORDER)
+    ladder = {m: fit.final_oof[m].copy() for m in names if m in fit.final_oof}
+    if len(ladder) < 2 or "latency_mean_us" not in ladder:
+        return {}
+    order_percentiles(ladder)
+    return {m: _mre(ladder[m], fit.ys[m]) for m in PERCENTILE_ORDER if m in ladder}
 
 
 def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
@@ -329,7 +352,9 @@ def _plan(
         if m in ys and "iops" in ys
     }
     by_law = {m for m, gap in gaps.items() if physics and gap <= LAW_HOLDS}
-    calls = (len(ys) - len(by_law)) * (1 + len(region_masks)) + int(physics)
+    calls = (len([m for m in ys if m in METRICS]) - len(by_law)) * (1 + len(region_masks)) + int(physics)
+    # per rung: the ratio, and its own model with the region models
+    calls += (2 + len(region_masks)) * sum(m in ys for m in PERCENTILE_METRICS)
     return _Fit(
         w=w,
         ys=ys,
@@ -438,6 +463,7 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
     """Tail latency as a learned ratio to the mean latency, where that beats the direct model."""
     direct_mre = fit.selections["latency_p99_us"].mre
     ratio_spec, ratio_entry, ratio_oof = _ratio_spec(
+        "latency_p99_us",
         fit.w,
         fit.ys["latency_p99_us"],
         fit.ys["latency_mean_us"],
@@ -458,7 +484,47 @@ def _prefer_ratio(fit: _Fit, spec: MetricSpec, entry: dict[str, Any]) -> MetricS
     return spec
 
 
+def _fit_percentile(fit: _Fit, metric: str) -> None:
+    """A further latency percentile: a learned multiple of the mean latency, or its own model.
+
+    The percentiles are served as one curve, ordered along the ladder p50 <= p90 <= p99
+    <= p99.9 with p99 >= mean (:func:`modeling.serving.physics.order_percentiles`).  Each
+    rung is learned the way that predicts it best on the same folds: the body of the
+    distribution (p50, p90) and the far tail (p99.9) follow the workload smoothly and a
+    boosted model of their log does best there, while a rung that sits on the knee of a
+    bimodal tail (the p99 of the SATA SSDs) is best as a relative-loss ratio to the mean
+    (the tail study in ``bench/accuracy.py --study tail``).
+    """
+    spec, entry, oof = _ratio_spec(
+        metric,
+        fit.w,
+        fit.ys[metric],
+        fit.ys["latency_mean_us"],
+        fit.final_oof["latency_mean_us"],
+        fit.splits,
+        fit.cands,
+        fit.per_call,
+        fit.runs,
+        fit.tune,
+    )
+    fit.step(f"{metric}: ratio to the mean latency, CV MRE {entry['cv_mre']:.2%}")
+    # its own model has region models too, so that a region asked for by name answers
+    direct_spec, direct_entry = _fit_direct(fit, metric)
+    sel = fit.selections[metric]
+    physics = {"ratio_cv_mre": entry["cv_mre"], "direct_cv_mre": sel.mre}
+    if sel.mre < entry["cv_mre"]:
+        spec, oof, report = direct_spec, sel.oof, direct_entry
+        report["global"]["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
+    else:
+        entry["cv_fold_std"] = fold_spread(oof, fit.ys[metric], fit.splits)
+        report = {"mode": "ratio", "global": entry, "regions": {}}
+    fit.specs[metric] = spec
+    fit.final_oof[metric] = oof
+    fit.report[metric] = {**report, "physics": physics}
+
+
 def _ratio_spec(
+    metric: str,
     w: np.ndarray,
     y: np.ndarray,
     mean_y: np.ndarray,
@@ -478,11 +544,11 @@ def _ratio_spec(
     sel = select(w, y / mean_y, splits, for_metric(cands, "latency_p99_us"), budget, tune=tune)
     oof = sel.oof * mean_oof
     scale = mre_scale(oof, y)
-    scope = _scope("global", sel, w, y / mean_y, runs.q(oof * scale, "latency_p99_us"))
+    scope = _scope("global", sel, w, y / mean_y, runs.q(oof * scale, metric))
     scope.scale *= scale
     scope.cv = {"mre": _mre(oof * scale, y)}
-    entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": "latency_p99_us / latency_mean_us"}
-    return MetricSpec("latency_p99_us", "ratio", {"global": scope}), entry, oof * scale
+    entry = {**_describe(sel), "cv_mre": scope.cv["mre"], "target": f"{metric} / latency_mean_us"}
+    return MetricSpec(metric, "ratio", {"global": scope}), entry, oof * scale
 
 
 def _derived_spec(
@@ -507,3 +573,18 @@ def _derived_spec(
         q = runs.q(oof * scale, metric, mask)
         scopes[scope] = ScopeModel(scope, [], q, sm.lo, sm.hi, {"mre": _mre(oof * scale, truth)}, scale)
     return MetricSpec(metric, "derived", scopes, iops_spec.auto_regions)
+
+
+def measured_limits(w: np.ndarray, ys: dict[str, np.ndarray]) -> PhysicsLimits:
+    """The physics limits of the measured workloads ``w`` (distinct rows) and their metrics.
+
+    Bandwidth is measured, or derived from IOPS where only IOPS was measured; data of
+    latencies only caps no bandwidth.
+    """
+    if "bandwidth_mib_s" in ys:
+        bandwidth = ys["bandwidth_mib_s"]
+    elif "iops" in ys:
+        bandwidth = derive_metric("bandwidth_mib_s", ys["iops"], w)
+    else:
+        bandwidth = None
+    return PhysicsLimits.measured(w, bandwidth)

@@ -48,12 +48,13 @@ class PredictionBatcher:
         model, metrics, choice = key
         rows = [[float(getattr(wl, f)) for f in WORKLOAD_FIELDS] for wl, _ in group]
         try:
+            far = model.extrapolation(np.array(rows))
             if len(rows) == 1:  # a lone request: the single-row path, no arrays
-                results = [_answer(model.predict_row(rows[0], metrics, choice))]
+                results = [_answer(model.predict_row(rows[0], metrics, choice), far[0])]
             else:
                 out = model.predict_matrix(np.array(rows), metrics, choice)
                 results = [
-                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()})
+                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()}, far[i])
                     for i in range(len(rows))
                 ]
         except Exception as exc:  # the same input error for every request of the group
@@ -66,8 +67,12 @@ class PredictionBatcher:
                 future.set_result(result)
 
 
-def _answer(per_metric: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
-    """The response's prediction objects from (value, lower, upper, extrapolated, scope) per metric."""
+def _answer(per_metric: dict[str, tuple[Any, ...]], far: dict[str, float]) -> dict[str, Any]:
+    """The response's prediction objects from (value, lower, upper, extrapolated, scope) per metric.
+
+    ``far`` is the workload's ``{field: factor}`` outside the measured range, given with
+    every extrapolated metric.
+    """
     return {
         metric: {
             "value": float(value),
@@ -75,6 +80,7 @@ def _answer(per_metric: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
             "upper": _finite(upper),
             "extrapolated": bool(extrapolated),
             "model": str(scope),
+            "extrapolation": far if extrapolated else {},
         }
         for metric, (value, lower, upper, extrapolated, scope) in per_metric.items()
     }

@@ -374,9 +374,17 @@ def _present_prediction(device: str, workload: Workload, result: Prediction, jso
             f"{p.value:,.1f} {unit}",
             interval,
             p.model,
-            "[yellow]extrapolated[/]" if p.extrapolated else "",
+            _extrapolation_note(p.extrapolated, p.extrapolation),
         )
     console.print(table)
+
+
+def _extrapolation_note(extrapolated: bool, far: dict[str, float]) -> str:
+    """``extrapolated (request_size x4)``: how far out, along which field."""
+    if not extrapolated:
+        return ""
+    detail = ", ".join(f"{name} x{factor:g}" for name, factor in far.items())
+    return f"[yellow]extrapolated[/]{f' ({detail})' if detail else ''}"
 
 
 @models_app.command("list")

@@ -162,6 +162,26 @@ def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
     assert "unknown feature choice 'fancy'" in r.output and "extended, basic, both" in r.output
 
 
+def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir, tmp_path):
+    from tests.modeling.test_physics import with_percentiles
+
+    datadir.catalog.ensure_device("tails")
+    datadir.catalog.add_measurements("tails", with_percentiles(synthetic_rows()).to_dict("records"))
+    assert run("train", "--device", "tails", "--folds", "3", "--time-budget", "2").exit_code == 0
+    args = ["predict", "--device", "tails", "--write-ratio", "0", "--queue-depth", "512"]
+    args += ["--request-size", "1m", "--randomness", "0"]
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.stdout)["predictions"]
+    order = ["latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us"]
+    assert [p[m]["value"] for m in order] == sorted(p[m]["value"] for m in order)
+    assert p["latency_p99_us"]["value"] >= p["latency_mean_us"]["value"]
+    sizes = dict.fromkeys(("request_size", "read_size", "write_size"), 16.0)
+    assert p["iops"]["extrapolation"] == {"queue_depth": 8.0, **sizes, "outstanding_io": 2.0}
+    r = run(*args)
+    assert r.exit_code == 0 and "extrapolated" in r.output and "latency_p99_9_us" in r.output
+
+
 def test_train_with_a_reference(device_with_data, datadir):
     r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
     assert r.exit_code == 0, r.output

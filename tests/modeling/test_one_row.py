@@ -1,7 +1,9 @@
 """The one-row fast paths (modeling/one_row.py) answer exactly what their matrix twins answer.
 
-One test per estimator family: a device model whose every metric uses that family, asked
-row by row and as a matrix, for every scope choice; the family's own one-row estimator
+One test per estimator family: a device model whose every metric (the four percentiles
+too) uses that family, asked row by row and as a matrix, for every scope choice, at
+workloads inside and beyond the measured load and size (the physics of
+modeling/serving/physics.py and its one-row twins); the family's own one-row estimator
 path against its batch path; and the feature rows against the feature matrix.
 """
 
@@ -13,12 +15,14 @@ import pytest
 from modeling.errors import InvalidInput
 from modeling.estimators.families import ESTIMATORS
 from modeling.features import FEATURE_SETS, compute_features
-from modeling.one_row import features_row
+from modeling.one_row import extrapolation_row, features_row
 from modeling.serving.device_model import DeviceModel
 from modeling.training.fit import fit_device_model
 from modeling.training.selection import Candidate, _c
-from modeling.workload import REGION_NAMES
+from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload, WORKLOAD_FIELDS
+from modeling.workload_matrix import outstanding_io
 from tests.modeling.conftest import synthetic_rows
+from tests.modeling.test_physics import with_percentiles
 
 FAMILIES: dict[str, Candidate] = {
     "cart": _c("extended", "cart", min_samples_leaf=1, linear_base=True),
@@ -35,7 +39,7 @@ def test_every_estimator_family_is_covered() -> None:
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def family_model(request: pytest.FixtureRequest) -> DeviceModel:
-    rows = synthetic_rows(noise=0.1, seed=1)
+    rows = with_percentiles(synthetic_rows(noise=0.1, seed=1))
     # region models (the scope choices) come from the cheap families; a Gaussian process
     # per region and metric would cost minutes and exercise the same row path
     slow = request.param in ("gp", "load_gated")
@@ -60,6 +64,11 @@ def _workloads(n: int = 200, seed: int = 5) -> np.ndarray:
 
 def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> None:
     w = _workloads()
+    limits = family_model.limits
+    assert limits is not None and set(family_model.metrics) == set(SERVED_METRICS)
+    # the rows go beyond the measured load and size, where the physics extends the models
+    assert (outstanding_io(w) > limits.max_outstanding).any()
+    assert (w[:, WORKLOAD_FIELDS.index("request_size")] > limits.hi[2]).any()
     choices = ["auto", "global"] + [r for r in REGION_NAMES if r in family_model.specs["iops"].scopes]
     for choice in choices:
         batch = family_model.predict_matrix(w, model=choice)
@@ -70,6 +79,12 @@ def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> No
                 assert (scope, extrap) == (bs, be), (choice, metric, i)
                 # equal up to float summation order (a Gaussian process sums its kernel by BLAS)
                 np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
+    for i in range(0, len(w), 7):  # a subset of metrics: the laws' dependencies computed apart
+        for metric in SERVED_METRICS:
+            one = family_model.predict_row(w[i].tolist(), metrics=[metric])
+            full = family_model.predict_row(w[i].tolist())
+            assert one.keys() == {metric}
+            np.testing.assert_allclose(one[metric][:3], full[metric][:3], rtol=1e-12)
     assert family_model.predict_row(w[0].tolist(), metrics=["iops"]).keys() == {"iops"}
     with pytest.raises(InvalidInput, match="unknown model"):
         family_model.predict_row(w[0].tolist(), model="fastest")
@@ -93,6 +108,15 @@ def test_estimator_one_row_path_equals_its_batch(family_model: DeviceModel) -> N
                         np.testing.assert_allclose(one, gp.slope(X32, d), rtol=1e-9, atol=1e-12)
                 checked += 1
     assert checked
+
+
+def test_extrapolation_row_equals_the_matrix_twin(family_model: DeviceModel) -> None:
+    w = _workloads(80, seed=4)
+    rows = [extrapolation_row(r.tolist(), family_model.row_limits) for r in w]
+    assert rows == family_model.extrapolation(w)
+    asked = Workload(write_ratio=0, queue_depth=512, request_size=1 << 22, randomness=1)
+    far = family_model.predict_one(asked)
+    assert far.extrapolation["outstanding_io"] > 1 and far.predictions["iops"].extrapolated
 
 
 @pytest.mark.parametrize("feature_set", FEATURE_SETS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import base64
 import io
 import json
@@ -70,7 +72,7 @@ def test_summary_is_measured_where_swept_and_flags_extrapolation(fleet: DataDir)
         cell = cells[("SEQ1M Q8T1", direction)]
         assert cell.source == "predicted" and cell.extrapolated
         assert cell.outside == ("request_size 1m (swept 4k)", "randomness 0 (swept 1)")
-        assert set(cell.values) == set(METRICS) and all(v > 0 for v in cell.values.values())
+        assert set(METRICS) <= set(cell.values) and all(v > 0 for v in cell.values.values())
         assert cell.intervals is not None and cell.intervals["iops"][0] < cell.values["iops"]
 
 
@@ -101,9 +103,16 @@ def test_out_of_fold_predictions_never_saw_their_workload(fleet: DataDir) -> Non
     model = ModelRegistry(fleet).load("intel")
     oof = out_of_fold(measurements, model)
     assert oof.folds == 5 and len(oof.points) == len(measurements)
-    in_sample = model.predict_frame(oof.points[list(WORKLOAD_FIELDS)])
-    # a CART tree with one sample per leaf repeats its training targets exactly
+    # a CART tree with one sample per leaf repeats its training targets exactly, before the
+    # load laws (served IOPS per I/O in flight never rises with depth) lower the few
+    # measured points that break them
+    raw = copy.copy(model)
+    raw.limits = None
+    in_sample = raw.predict_frame(oof.points[list(WORKLOAD_FIELDS)])
     np.testing.assert_allclose(in_sample["pred_iops"], oof.points["iops"], rtol=1e-6)
+    served = model.predict_frame(oof.points[list(WORKLOAD_FIELDS)])["pred_iops"].to_numpy()
+    lowered = ~np.isclose(served, oof.points["iops"], rtol=1e-6)
+    assert lowered.mean() < 0.05 and (served[lowered] < oof.points["iops"].to_numpy()[lowered]).all()
     exact = np.isclose(oof.points["pred_iops"], oof.points["iops"], rtol=1e-6)
     assert exact.mean() < 0.2
     summary = oof.summary()

@@ -161,7 +161,8 @@ def test_tail_latency_ratio_mode_when_it_wins(datadir):
     ratio = pred["latency_p99_us"].value / model.predict_one(wl).predictions["latency_mean_us"].value
     assert 2.0 < ratio < 4.5
     datadir.catalog.ensure_device("synth")
-    save_model(datadir, model.__class__("synth", "v1", model.specs, model.data_regions), {}, activate=True)
+    synth = model.__class__("synth", "v1", model.specs, model.data_regions, limits=model.limits)
+    save_model(datadir, synth, {}, activate=True)
     loaded = ModelRegistry(datadir).load("synth")
     assert loaded.predict_frame(rows).equals(model.predict_frame(rows))
 

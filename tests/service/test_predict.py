@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from modeling.store import DataDir
-from modeling.workload import METRICS, REGION_NAMES, Workload
+from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload
 from tests.service.utils import DEVICE, assert_error
 
 WORKLOAD: dict[str, Any] = {
@@ -27,7 +27,8 @@ def test_predict_answers_every_metric_from_the_active_version(api: TestClient, t
     active = trained.catalog.active_model_version(DEVICE)
     assert active is not None
     assert body["device"] == DEVICE and body["model_version"] == active.version
-    assert set(body["predictions"]) == set(METRICS)
+    # fio results hold p50/p90/p99.9 too: the whole latency distribution is served
+    assert set(body["predictions"]) == set(SERVED_METRICS)
     for p in body["predictions"].values():
         assert p["value"] > 0
         assert p["lower"] is None or p["lower"] <= p["value"] <= p["upper"]
@@ -58,6 +59,23 @@ def test_far_outside_the_training_data_is_flagged_extrapolated(api: TestClient) 
     far = {"write_ratio": 0.0, "queue_depth": 1, "request_size": "1m", "randomness": 0.0}
     body = api.post("/v1/predict", json={"device": DEVICE, "workload": far}).json()
     assert all(p["extrapolated"] for p in body["predictions"].values())
+    # how far out, along which field: 1 MiB is 256 times the 4 KiB measured
+    assert all(p["extrapolation"]["request_size"] == 256.0 for p in body["predictions"].values())
+
+
+def test_percentiles_are_ordered_and_load_beyond_the_measured_is_named(api: TestClient) -> None:
+    order = ["latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us"]
+    for qd, jobs in ((1, 1), (8, 4), (512, 1), (256, 4), (1024, 64)):
+        wl = {**WORKLOAD, "queue_depth": qd, "numjobs": jobs}
+        body = api.post("/v1/predict", json={"device": DEVICE, "workload": wl}).json()
+        p = body["predictions"]
+        values = [p[m]["value"] for m in order]
+        assert values == sorted(values), (qd, jobs, values)
+        assert p["latency_p99_us"]["value"] >= p["latency_mean_us"]["value"]
+        inside = not p["iops"]["extrapolated"]
+        assert (p["iops"]["extrapolation"] == {}) == inside
+        if (qd, jobs) == (1024, 64):  # far beyond anything fio-plot ran
+            assert p["iops"]["extrapolation"]["outstanding_io"] > 1.0
 
 
 def test_unknown_device_is_404(api: TestClient) -> None:
@@ -141,11 +159,11 @@ def test_batch_matches_single_predictions(api: TestClient) -> None:
     r = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["count"] == len(rows) and set(body["predictions"]) == set(METRICS)
+    assert body["count"] == len(rows) and set(body["predictions"]) == set(SERVED_METRICS)
     for i, row in enumerate(rows):
         single = api.post("/v1/predict", json={"device": DEVICE, "workload": row}).json()
         assert single["model_version"] == body["model_version"]
-        for metric in METRICS:
+        for metric in SERVED_METRICS:
             assert body["predictions"][metric]["value"][i] == pytest.approx(
                 single["predictions"][metric]["value"]
             )

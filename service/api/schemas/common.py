@@ -7,13 +7,21 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, Field
 
 from modeling.store.names import NAME_PATTERN
-from modeling.workload import METRICS, REGION_NAMES
+from modeling.workload import REGION_NAMES, SERVED_METRICS
 
 # the rule of ``modeling.store.validate_name``, stated in the schema so clients see it
 DeviceName = Annotated[
     str, Field(pattern=NAME_PATTERN, max_length=128, description="device name", examples=["nvme0"])
 ]
-MetricName = Literal["latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"]
+MetricName = Literal[
+    "latency_mean_us",
+    "latency_p99_us",
+    "bandwidth_mib_s",
+    "iops",
+    "latency_p50_us",
+    "latency_p90_us",
+    "latency_p99_9_us",
+]
 ModelChoice = Literal[
     "auto",
     "global",
@@ -27,7 +35,7 @@ ModelChoice = Literal[
     "write-sequential-large",
 ]
 # The literals repeat the domain's names for the schema; fail at import if they drift apart.
-assert set(get_args(MetricName)) == set(METRICS)
+assert set(get_args(MetricName)) == set(SERVED_METRICS)
 assert set(get_args(ModelChoice)) == {"auto", "global", *REGION_NAMES}
 
 MODEL_DESCRIPTION = "`auto` (region model where it beats the global one), `global`, or a region name"

@@ -20,7 +20,7 @@ from pydantic import (
 
 from modeling.workload import (
     LIMITS,
-    METRICS,
+    SERVED_METRICS,
     SIZE_PATTERN,
     SIZE_STEP,
     WORKLOAD_FIELDS,
@@ -62,7 +62,7 @@ class PredictRequest(BaseModel):
     device: DeviceName
     workload: Workload
     metrics: list[MetricName] | None = Field(
-        None, min_length=1, max_length=len(METRICS), description="metrics to predict; default all"
+        None, min_length=1, max_length=len(SERVED_METRICS), description="metrics to predict; default all"
     )
     model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
 
@@ -75,6 +75,12 @@ class MetricPredictionOut(BaseModel):
     upper: float | None = Field(description="upper bound of the prediction interval")
     extrapolated: bool = Field(description="the workload lies outside what the model was trained on")
     model: str = Field(description="the model used: `global` or a region name")
+    extrapolation: dict[str, float] = Field(
+        default_factory=dict,
+        description="when extrapolated: per workload field (or `outstanding_io`, queue depth x numjobs) "
+        "how many times beyond the measured range",
+        examples=[{"request_size": 4.0}],
+    )
 
 
 def _answer_config(**example: Any) -> ConfigDict:
@@ -187,7 +193,7 @@ class WorkloadBatch(BaseModel):
 
     workloads: list[BatchWorkload] | None = Field(None, min_length=1, max_length=_MAX_ROWS)
     columns: WorkloadColumns | None = None
-    metrics: list[MetricName] | None = Field(None, min_length=1, max_length=len(METRICS))
+    metrics: list[MetricName] | None = Field(None, min_length=1, max_length=len(SERVED_METRICS))
     model: ModelChoice = Field("auto", description=MODEL_DESCRIPTION)
 
     @model_validator(mode="after")

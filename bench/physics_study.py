@@ -1,0 +1,254 @@
+"""The studies of issue 13 for ``bench/accuracy.py``: extrapolation and the tail.
+
+* :func:`load_study` trains where outstanding I/O (queue depth x numjobs) <= 32 and
+  scores the points above it; :func:`size_study` trains on sizes <= 128 KiB and scores
+  256 KiB - 1 MiB (it needs a sweep that varies the size: ``--device D --home H``).
+  Both also count the answers that break a law over a dense grid
+  (:func:`modeling.training.physics_check.law_violations`).
+* :func:`tail_study` scores p50/p90/p99/p99.9 on the same folds as a plain XGBoost
+  on the log-scaled features, fitted to the log of each percentile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from modeling.estimators.families import make_estimator
+from modeling.features import compute_features
+from modeling.training.fit import fit_device_model, median_by_workload
+from modeling.training.physics_check import dense_grid, law_violations
+from modeling.training.selection import _c, cv_folds, relative_errors
+from modeling.serving.physics import PhysicsLimits, stretch
+from modeling.workload import KIB, METRICS, MIB, PERCENTILE_METRICS, WORKLOAD_FIELDS
+from modeling.workload_matrix import FIELD_INDEX as F
+from modeling.workload_matrix import outstanding_io, workload_matrix
+
+EXTRAPOLATED = ("iops", "bandwidth_mib_s", "latency_mean_us")
+EXTRAPOLATION_TARGETS = {"iops": 0.15, "bandwidth_mib_s": 0.15, "latency_mean_us": 0.20}
+TAIL = ("latency_p50_us", "latency_p90_us", "latency_p99_us", "latency_p99_9_us")
+
+
+def _split_study(frame: pd.DataFrame, train: np.ndarray, budget: float) -> dict[str, object]:
+    """Train on the ``train`` rows, score the others; and the law violations of that model."""
+    model, _ = fit_device_model(frame.loc[train], time_budget_s=budget)
+    test = frame.loc[~train]
+    out = model.predict_matrix(workload_matrix(test), metrics=list(EXTRAPOLATED))
+    mre = {m: float(relative_errors(out[m][0], test[m].to_numpy(float)).mean()) for m in EXTRAPOLATED}
+    return {
+        "n_train": int(train.sum()),
+        "n_test": int(len(test)),
+        "mre": mre,
+        "flagged": float(np.mean(out["iops"][3])),
+        "violations": law_violations(model, dense_grid()),
+    }
+
+
+def load_study(frame: pd.DataFrame, budget: float, max_outstanding: int = 32) -> dict[str, object] | None:
+    """Train at outstanding I/O <= ``max_outstanding``, score above; None without such points."""
+    train = outstanding_io(workload_matrix(frame)) <= max_outstanding
+    if train.all() or train.sum() < 8:
+        return None
+    return _split_study(frame, train, budget)
+
+
+def size_study(frame: pd.DataFrame, budget: float) -> dict[str, object] | None:
+    """Train on request sizes <= 128 KiB, score 256 KiB - 1 MiB; None without such points."""
+    size = frame["request_size"].to_numpy(float)
+    keep = (size <= 128 * KIB) | ((size >= 256 * KIB) & (size <= MIB))
+    frame = frame.loc[keep]
+    train = frame["request_size"].to_numpy(float) <= 128 * KIB
+    if train.all() or train.sum() < 8:
+        return None
+    return _split_study(frame, train, budget)
+
+
+def oracle_load_study(frame: pd.DataFrame, max_outstanding: int = 32) -> dict[str, float] | None:
+    """The load rule fed measured IOPS instead of a model: what the law alone costs.
+
+    Each point above ``max_outstanding`` is answered from the measured IOPS at the load
+    the serving path evaluates instead (:func:`modeling.serving.physics.stretch` of the
+    limits of the points at or below it) by two rules: ``flat``, the plateau the serving
+    path holds, and ``hyperbolic``, ``1/X = a + b/L`` through that point and the one a
+    measured depth below (X = Xmax L / (L + K); flat where it does not saturate).
+    IOPS MRE of each; None when the points needed are missing.
+    """
+    w, ys, _ = median_by_workload(workload_matrix(frame), {"iops": frame["iops"].to_numpy(float)})
+    oio = outstanding_io(w)
+    train = oio <= max_outstanding
+    if train.all() or train.sum() < 8:
+        return None
+    limits = PhysicsLimits.measured(w[train], None)
+    measured = {tuple(r): x for r, x in zip(w[train].tolist(), ys["iops"][train].tolist(), strict=True)}
+    depths = sorted(limits.depths)
+    qd = WORKLOAD_FIELDS.index("queue_depth")
+    errs: dict[str, list[float]] = {"flat": [], "hyperbolic": []}
+    for row, x in zip(w[~train], ys["iops"][~train], strict=True):
+        ev = stretch(row[None, :], limits).w_eval[0]
+        x2 = measured.get(tuple(ev.tolist()))
+        if x2 is None:
+            continue
+        at = outstanding_io(row[None, :])[0]
+        l2 = outstanding_io(ev[None, :])[0]
+        errs["flat"].append(abs(x2 - x) / x)
+        below = [d for d in depths if d < ev[qd]]
+        lower = ev.copy()
+        lower[qd] = below[-1] if below else ev[qd]
+        x1 = measured.get(tuple(lower.tolist()))
+        guess = x2
+        if below and x1 is not None:
+            l1 = outstanding_io(lower[None, :])[0]
+            b = (1 / x1 - 1 / x2) / (1 / l1 - 1 / l2)
+            a = 1 / x2 - b / l2
+            guess = 1 / (a + b / at) if a > 0 and b > 0 else x2
+        errs["hyperbolic"].append(abs(guess - x) / x)
+    if not errs["flat"]:
+        return None
+    return {rule: float(np.mean(e)) for rule, e in errs.items()} | {"points": float(len(errs["flat"]))}
+
+
+def print_extrapolation(rows: dict[str, dict[str, object] | None], title: str) -> None:
+    """The extrapolation table (markdown)."""
+    print(f"\n{title} (targets: IOPS/bandwidth MRE <= 15 %, mean latency <= 20 %, 0 law violations)")
+    print("| device | train / test points | IOPS | bandwidth | lat mean | law violations (dense grid) |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        if r is None:
+            print(f"| {name} | no points beyond the split | - | - | - | - |")
+            continue
+        mre, bad = r["mre"], r["violations"]
+        assert isinstance(mre, dict) and isinstance(bad, dict)
+        broken = ", ".join(f"{k} {v}" for k, v in bad.items() if v) or "0"
+        print(
+            f"| {name} | {r['n_train']} / {r['n_test']} | {mre['iops']:.1%} | {mre['bandwidth_mib_s']:.1%} "
+            f"| {mre['latency_mean_us']:.1%} | {broken} |",
+            flush=True,
+        )
+
+
+TAIL_CANDIDATES = [
+    _c("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
+    _c("extended", "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
+]
+"""The product's two main tail families, untuned: the study must finish on a shared machine."""
+
+
+def tail_study(frame: pd.DataFrame, budget: float, folds: int = 5) -> dict[str, object] | None:
+    """Per percentile, the MRE of the product's model and of a plain XGBoost, same folds.
+
+    Both are trained inside each outer fold on the same distinct workloads (nested CV:
+    the product's training runs its own inner CV there) and scored against each
+    workload's median over repeats.  Also the 90 % interval coverage of each percentile
+    and :func:`tail_predictability`.  None when the measurements hold no percentiles
+    besides p99.
+    """
+    if not all(m in frame.columns for m in TAIL) or frame[list(TAIL)].isna().any().any():
+        return None
+    names = [*METRICS, *PERCENTILE_METRICS]
+    w, ys, _ = median_by_workload(workload_matrix(frame), {m: frame[m].to_numpy(float) for m in names})
+    # the folds split distinct workloads; each is trained on at its median over repeats
+    distinct = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(**ys)
+    ours = {m: np.full(len(w), np.nan) for m in TAIL}
+    inside = {m: np.zeros(len(w), dtype=bool) for m in TAIL}
+    plain = {m: np.full(len(w), np.nan) for m in TAIL}
+    X = compute_features(w, "extended")
+    for train, test in cv_folds(np.arange(len(w)), folds):
+        model, _ = fit_device_model(
+            distinct.iloc[train], time_budget_s=budget, candidates=TAIL_CANDIDATES, regions=False
+        )
+        out = model.predict_matrix(w[test], metrics=list(TAIL))
+        for m in TAIL:
+            ours[m][test] = out[m][0]
+            inside[m][test] = (out[m][1] <= ys[m][test]) & (ys[m][test] <= out[m][2])
+            xgb = make_estimator("xgboost", {}).fit(X[train], ys[m][train])
+            plain[m][test] = xgb.predict(X[test])
+    return {
+        "mre": {
+            m: {
+                "ours": float(relative_errors(ours[m], ys[m]).mean()),
+                "plain_xgboost": float(relative_errors(plain[m], ys[m]).mean()),
+                "coverage": float(inside[m].mean()),
+            }
+            for m in TAIL
+        },
+        "predictability": tail_predictability(w, ys),
+    }
+
+
+def tail_predictability(w: np.ndarray, ys: dict[str, np.ndarray]) -> dict[str, float]:
+    """Why a device's p99 can or cannot be predicted from the workload, from the data alone.
+
+    * ``knee``: share of workloads whose p99 is over 5x their p90 -- the p99 sits on the
+      jump of a bimodal distribution (a slow mode of about 1 % of the I/Os), where a
+      slightly larger slow share moves it tenfold;
+    * ``below_mean``: share whose measured p99 is below the mean latency (the slow mode
+      drags the mean above the p99; the served p99 >= mean cannot follow them);
+    * ``neighbour_mre`` / ``neighbour_r2``: the error of the best smooth interpolation an
+      oracle could make -- each workload's p99 read off the geometric mean of its measured
+      neighbours (one step of queue depth or numjobs, all else equal) -- and the share of
+      the variance of log p99 it explains.  A model of the workload is a smooth function
+      of it, so it cannot do much better than this on points it has not seen.
+    """
+    p99, p90, mean = ys["latency_p99_us"], ys["latency_p90_us"], ys["latency_mean_us"]
+    qd, nj = F["queue_depth"], F["numjobs"]
+    rest = np.round(np.delete(w, [qd, nj], axis=1), 9)
+    _, group = np.unique(rest, axis=0, return_inverse=True)
+    group = np.asarray(group).ravel()
+    steps = {c: np.unique(np.log2(w[:, c])) for c in (qd, nj)}
+    guess = np.full(len(w), np.nan)
+    for i in range(len(w)):
+        near = []
+        for c, other in ((qd, nj), (nj, qd)):
+            rank = np.searchsorted(steps[c], np.log2(w[i, c]))
+            for r in (rank - 1, rank + 1):
+                if 0 <= r < len(steps[c]):
+                    hit = np.flatnonzero(
+                        (group == group[i])
+                        & np.isclose(np.log2(w[:, c]), steps[c][r])
+                        & np.isclose(w[:, other], w[i, other])
+                    )
+                    near += hit.tolist()
+        if near:
+            guess[i] = np.exp(np.mean(np.log(p99[near])))
+    ok = np.isfinite(guess)
+    resid = np.log(guess[ok]) - np.log(p99[ok])
+    return {
+        "knee": float(np.mean(p99 > 5 * p90)),
+        "below_mean": float(np.mean(p99 < mean)),
+        "neighbour_mre": float(relative_errors(guess[ok], p99[ok]).mean()),
+        "neighbour_r2": float(1 - resid.var() / np.log(p99[ok]).var()),
+    }
+
+
+def print_tail(rows: dict[str, dict[str, object] | None]) -> None:
+    """The tail table (markdown): per percentile, ours vs plain XGBoost; then why the p99 is hard."""
+    print("\nTail: MRE per percentile, the product's model (plain XGBoost on log features), same folds")
+    print("| device | p50 | p90 | p99 | p99.9 | p99 gain vs plain | p99 target |", end="")
+    print(" coverage p50/p90/p99/p99.9 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        if r is None:
+            print(f"| {name} | no percentiles stored | | | | | | |")
+            continue
+        mre = r["mre"]
+        assert isinstance(mre, dict)
+        cells = [f"{mre[m]['ours']:.1%} ({mre[m]['plain_xgboost']:.1%})" for m in TAIL]
+        p99 = mre["latency_p99_us"]
+        gain = 1 - p99["ours"] / p99["plain_xgboost"]
+        met = p99["ours"] <= 0.12 or gain >= 0.25
+        cover = "/".join(f"{mre[m]['coverage']:.0%}" for m in TAIL)
+        print(f"| {name} | {' | '.join(cells)} | {gain:+.0%} | {'met' if met else 'missed'} | {cover} |")
+    print("\nWhy the p99 is or is not predictable (see tail_predictability)")
+    print("| device | p99 > 5x p90 (knee) | p99 < mean |", end="")
+    print(" oracle neighbour interpolation: p99 MRE | R² of log p99 |")
+    print("|---|---|---|---|---|")
+    for name, r in rows.items():
+        if r is None:
+            continue
+        t = r["predictability"]
+        assert isinstance(t, dict)
+        print(
+            f"| {name} | {t['knee']:.0%} | {t['below_mean']:.0%} | {t['neighbour_mre']:.1%} |"
+            f" {t['neighbour_r2']:.2f} |",
+            flush=True,
+        )

@@ -1,0 +1,316 @@
+"""The physics every answer obeys, inside and outside the measured range.
+
+Regression trees know nothing beyond their training data, and a feature that grows with
+the request size or the queue depth lets them invent bandwidth the device never showed
+(issue 13: a 1 MiB read predicted at 5x the measured bandwidth, p99 below the mean at
+queue depth 512).  So the serving path (matrix and one-row alike: both call
+:func:`apply_physics`) predicts an out-of-range workload at the nearest measured load and
+size and extends it with laws a storage device cannot break:
+
+* beyond the largest outstanding I/O measured (queue depth x numjobs), IOPS stays at the
+  plateau and the latencies grow by Little's law (L = IOPS x W: W grows with L);
+* beyond the largest request size measured, bandwidth stays at its plateau, so IOPS falls
+  and latency grows in proportion to the size;
+* a direction's bandwidth never exceeds what the device showed for that mix
+  (:data:`BANDWIDTH_TOLERANCE` above its measured maximum); capping it lowers IOPS and
+  raises latency by the same factor;
+* the latency percentiles are ordered, p50 <= p90 <= p99 <= p99.9, and p99 >= mean;
+* intervals widen with the distance from the measured range (:func:`widen`).
+
+:class:`PhysicsLimits` holds what the device showed (saved with the model);
+:func:`extrapolation` says how far out a workload is and along which field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Mapping
+
+import numpy as np
+
+from modeling.one_row import RowLimits
+from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS
+from modeling.workload_matrix import FIELD_INDEX as _F
+from modeling.workload_matrix import FRACTION_COLUMNS
+from modeling.workload_matrix import mean_request_size, outstanding_io
+
+BANDWIDTH_TOLERANCE = 1.10
+"""A predicted bandwidth may exceed the measured maximum of its mix by this factor (noise)."""
+INTERVAL_GROWTH = 0.5
+"""Extra log half-width of an interval per e-fold of distance outside the measured range."""
+MIXES = ("read", "write", "mixed")
+"""The bandwidth-cap groups: reads only, writes only, any mix of both."""
+_SIZE_COLUMNS = [_F["request_size"], _F["read_size"], _F["write_size"]]
+_LOAD_COLUMNS = [_F["queue_depth"], _F["numjobs"]]
+
+
+@dataclass(frozen=True)
+class PhysicsLimits:
+    """What the device showed in its measurements: the bounds of a physical answer."""
+
+    lo: np.ndarray  # per workload field, the smallest value measured
+    hi: np.ndarray  # per workload field, the largest value measured
+    max_outstanding: float  # largest queue_depth x numjobs measured
+    bandwidth_max: Mapping[str, float]  # per mix (MIXES), the largest bandwidth measured
+    depths: tuple[float, ...] = ()  # the queue depths measured, ascending (see ladder)
+
+    @classmethod
+    def measured(cls, w: np.ndarray, bandwidth: np.ndarray | None) -> PhysicsLimits:
+        """The limits of measured workloads ``w`` (distinct rows) and their bandwidths (MiB/s).
+
+        Without bandwidths (data of latencies only) no bandwidth is capped.
+        """
+        mix = mix_codes(w)
+        peaks = (
+            {}
+            if bandwidth is None
+            else {name: float(bandwidth[mix == i].max()) for i, name in enumerate(MIXES) if (mix == i).any()}
+        )
+        depths = tuple(np.unique(w[:, _F["queue_depth"]]).tolist())
+        return cls(w.min(axis=0), w.max(axis=0), float(outstanding_io(w).max()), peaks, depths)
+
+    def caps(self) -> tuple[float, ...]:
+        """Per mix (:data:`MIXES`), the largest bandwidth an answer may have (MiB/s).
+
+        A mix never measured takes the largest of any mix; with no bandwidth measured, none.
+        """
+        top = max(self.bandwidth_max.values(), default=np.inf)
+        return tuple(float(self.bandwidth_max.get(m, top)) * BANDWIDTH_TOLERANCE for m in MIXES)
+
+    def row_limits(self) -> RowLimits:
+        """These limits in plain floats, for the one-row twins (:mod:`modeling.one_row`)."""
+        depths = self.depths if len(self.depths) >= 2 else ()  # as in ladder
+        return RowLimits(
+            lo=self.lo.tolist(),
+            hi=self.hi.tolist(),
+            max_outstanding=self.max_outstanding,
+            caps=self.caps(),
+            depths=list(depths),
+            log_depths=np.log2(depths).tolist(),
+            interval_growth=INTERVAL_GROWTH,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form (see :meth:`from_json`)."""
+        return {
+            "lo": self.lo.tolist(),
+            "hi": self.hi.tolist(),
+            "max_outstanding": self.max_outstanding,
+            "bandwidth_max": dict(self.bandwidth_max),
+            "depths": list(self.depths),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> PhysicsLimits:
+        """Rebuild from :meth:`to_json`; raises ``ValueError`` on a malformed document."""
+        lo = np.asarray(doc["lo"], dtype=np.float64)
+        hi = np.asarray(doc["hi"], dtype=np.float64)
+        peaks = {str(k): float(v) for k, v in dict(doc["bandwidth_max"]).items()}
+        max_out = float(doc["max_outstanding"])
+        depths = tuple(float(d) for d in doc["depths"])
+        if list(depths) != sorted(set(depths)) or not all(d >= 1 for d in depths):
+            raise ValueError("bad physics limits")
+        if lo.shape != (len(WORKLOAD_FIELDS),) or hi.shape != lo.shape or not set(peaks) <= set(MIXES):
+            raise ValueError("bad physics limits")
+        if not all(np.isfinite(v) and v > 0 for v in [*peaks.values(), max_out]):
+            raise ValueError("bad physics limits")
+        return cls(lo, hi, max_out, peaks, depths)
+
+
+def mix_codes(w: np.ndarray) -> np.ndarray:
+    """Index into :data:`MIXES` of each workload: 0 reads only, 1 writes only, 2 a mix."""
+    wr = w[:, _F["write_ratio"]]
+    return np.where(wr <= 0.0, 0, np.where(wr >= 1.0, 1, 2))
+
+
+@dataclass
+class Stretch:
+    """How a workload matrix was pulled into the measured range, and what that changes."""
+
+    w_eval: np.ndarray  # the workloads the models are evaluated at
+    load: np.ndarray  # outstanding I/O asked / evaluated (>= 1)
+    size: np.ndarray  # mean request size asked / evaluated (>= 1)
+    distance: np.ndarray  # log of the largest factor outside the measured range (>= 0)
+
+
+def stretch(w: np.ndarray, limits: PhysicsLimits | None) -> Stretch:
+    """Clamp sizes and load above the measured maximum to it; the factors to extend back with.
+
+    Below the measured range nothing is clamped: trees are flat there, and smaller
+    requests or fewer I/Os in flight cannot break the bandwidth or load laws.
+    """
+    ones = np.ones(len(w))
+    if limits is None:
+        return Stretch(w, ones, ones, np.zeros(len(w)))
+    w_eval = w.copy()
+    for col in _SIZE_COLUMNS:
+        np.minimum(w_eval[:, col], limits.hi[col], out=w_eval[:, col])
+    size = mean_request_size(w) / np.maximum(mean_request_size(w_eval), 1.0)
+    qd, nj = _F["queue_depth"], _F["numjobs"]
+    jobs = np.minimum(w_eval[:, nj], limits.hi[nj])
+    # the nearest measured load: at most the deepest queue and the most jobs measured,
+    # and at most the most I/Os in flight measured
+    depth = np.minimum(w_eval[:, qd], limits.hi[qd])
+    depth = np.minimum(depth, np.maximum(np.floor(limits.max_outstanding / jobs), 1.0))
+    w_eval[:, nj] = jobs
+    w_eval[:, qd] = depth
+    oio = outstanding_io(w)
+    load = oio / outstanding_io(w_eval)
+    factors = np.vstack([_field_factors(w, limits).max(axis=1), load, size])
+    return Stretch(w_eval, load, size, np.log(np.maximum(factors.max(axis=0), 1.0)))
+
+
+@dataclass
+class Ladder:
+    """Each workload evaluated at every measured queue depth too: ``k`` rows per workload.
+
+    Row ``i * k + j`` is workload ``i`` at the ``j``-th measured depth; the last of each
+    ``k`` is the workload itself.  :func:`settle` then reads the load-bound metrics off the
+    monotone envelope of the measured depths, so that a model that wobbles between them
+    cannot answer more IOPS per I/O in flight, or a lower mean latency, at a deeper queue.
+    """
+
+    w: np.ndarray
+    k: int
+    depths: np.ndarray  # the measured depths (k - 1 of them)
+
+    def own(self, a: Any) -> Any:
+        """The entries of the workloads themselves (the last of each ``k``); scalars as they are."""
+        return a[self.k - 1 :: self.k] if isinstance(a, np.ndarray) and a.ndim else a
+
+
+def ladder(w: np.ndarray, limits: PhysicsLimits | None) -> Ladder:
+    """The :class:`Ladder` of workload matrix ``w`` (``k = 1``, ``w`` itself, without limits)."""
+    if limits is None or len(limits.depths) < 2:
+        return Ladder(w, 1, np.zeros(0))
+    depths = np.asarray(limits.depths, dtype=np.float64)
+    k = len(depths) + 1
+    out = np.repeat(w, k, axis=0)
+    qd = _F["queue_depth"]
+    steps = out[:, qd].reshape(-1, k)
+    steps[:, :-1] = depths
+    return Ladder(out, k, depths)
+
+
+def settle(values: dict[str, np.ndarray], lad: Ladder) -> dict[str, np.ndarray]:
+    """Per workload, the values that respect the load laws along queue depth.
+
+    Along the measured depths, IOPS and bandwidth per I/O in flight are made
+    non-increasing (running minimum) and the mean latency non-decreasing (running
+    maximum); a workload's own value is read off that envelope, geometrically
+    interpolated between the two measured depths around its depth.  The percentiles are
+    the workload's own (the tail is noisy along depth, issue 13), ordered later.
+    """
+    if lad.k == 1:
+        return values
+    n_steps = lad.k - 1
+    oio = outstanding_io(lad.w).reshape(-1, lad.k)
+    depth = lad.w[lad.k - 1 :: lad.k, _F["queue_depth"]]
+    pos = np.interp(np.log2(depth), np.log2(lad.depths), np.arange(n_steps, dtype=np.float64))
+    low = np.minimum(np.floor(pos).astype(np.intp), n_steps - 1)
+    high = np.minimum(low + 1, n_steps - 1)
+    frac = (pos - low)[:, None]
+    rows = np.arange(len(depth))
+
+    def envelope(series: np.ndarray) -> np.ndarray:
+        logs = np.log(np.maximum(series, 1e-300))
+        return np.exp(logs[rows, low] * (1.0 - frac[:, 0]) + logs[rows, high] * frac[:, 0])
+
+    out: dict[str, np.ndarray] = {}
+    for metric, v in values.items():
+        steps = v.reshape(-1, lad.k)
+        if metric in ("iops", "bandwidth_mib_s"):
+            per_io = np.minimum.accumulate(steps[:, :-1] / oio[:, :-1], axis=1)
+            out[metric] = envelope(per_io) * oio[:, -1]
+        elif metric == "latency_mean_us":
+            out[metric] = envelope(np.maximum.accumulate(steps[:, :-1], axis=1))
+        else:
+            out[metric] = steps[:, -1]
+    return out
+
+
+def _field_factors(w: np.ndarray, limits: PhysicsLimits) -> np.ndarray:
+    """Per row and field, how many times beyond the measured range (1 inside)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        above = np.where(w > limits.hi, w / np.maximum(limits.hi, 1e-12), 1.0)
+        below = np.where(w < limits.lo, limits.lo / np.maximum(w, 1e-12), 1.0)
+    # a ratio field (0..1) that was constant in training: distance, not a ratio, says how far
+    return np.maximum(np.maximum(above, below), 1.0)
+
+
+def extrapolation(w: np.ndarray, limits: PhysicsLimits | None) -> list[dict[str, float]]:
+    """Per workload, ``{field: factor}`` for each field outside the measured range.
+
+    The factor is how many times above the largest (or below the smallest) measured value;
+    ``outstanding_io`` is listed when queue depth x numjobs exceeds what was measured,
+    even where each field alone was measured.  Ratio fields measured at 0 only count as
+    ``1 + distance``.
+    """
+    if limits is None:
+        return [{} for _ in range(len(w))]
+    factors = _field_factors(w, limits)
+    for i in FRACTION_COLUMNS:
+        gap = np.maximum(w[:, i] - limits.hi[i], limits.lo[i] - w[:, i])
+        factors[:, i] = np.where(gap > 1e-9, 1.0 + gap, 1.0)
+    load = outstanding_io(w) / limits.max_outstanding
+    out: list[dict[str, float]] = []
+    for r in range(len(w)):
+        row = {WORKLOAD_FIELDS[i]: round(float(f), 4) for i, f in enumerate(factors[r]) if f > 1.0 + 1e-9}
+        if load[r] > 1.0 + 1e-9:
+            row["outstanding_io"] = round(float(load[r]), 4)
+        out.append(row)
+    return out
+
+
+def apply_physics(
+    values: dict[str, np.ndarray], w: np.ndarray, st: Stretch, limits: PhysicsLimits | None
+) -> None:
+    """Extend predictions made at ``st.w_eval`` back to ``w`` and enforce the laws, in place.
+
+    ``values`` holds every metric the device has, predicted at ``st.w_eval``.  Without
+    limits (a model saved before they were recorded) nothing is changed.
+    """
+    if limits is None:
+        return
+    # Little's law beyond the measured load, the bandwidth plateau beyond the measured size
+    if "iops" in values:
+        values["iops"] = values["iops"] / st.size
+    for metric in LATENCY_METRICS:
+        if metric in values:
+            values[metric] = values[metric] * (st.load * st.size)
+    bw_implied = values["iops"] * mean_request_size(w) / MIB if "iops" in values else None
+    cap = np.array(limits.caps())[mix_codes(w)]
+    if "bandwidth_mib_s" in values:
+        values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)
+    if bw_implied is not None:
+        # IOPS that would carry more than the cap are slowed to it, and the time each
+        # I/O spends in the device grows by the same factor (Little's law)
+        slow = np.minimum(1.0, cap / np.maximum(bw_implied, 1e-12))
+        values["iops"] = values["iops"] * slow
+        for metric in LATENCY_METRICS:
+            if metric in values:
+                values[metric] = values[metric] / slow
+    order_percentiles(values)
+
+
+def order_percentiles(values: dict[str, np.ndarray]) -> None:
+    """p50 <= p90 <= p99 <= p99.9 and p99 >= mean, by raising the later ones, in place.
+
+    Each tail model is a separate estimate of one point of a monotone curve; where two
+    cross, the larger one is the conservative answer for the tail.
+    """
+    running: np.ndarray | None = None
+    for metric in PERCENTILE_ORDER:
+        if metric not in values:
+            continue
+        v = values[metric]
+        if metric == "latency_p99_us" and "latency_mean_us" in values:
+            v = np.maximum(v, values["latency_mean_us"])
+        running = v if running is None else np.maximum(v, running)
+        values[metric] = running
+
+
+def widen(q: Any, distance: np.ndarray) -> Any:
+    """The interval half-width ``q`` (log scale) at ``distance`` e-folds outside the range."""
+    return q + INTERVAL_GROWTH * distance
