@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from modeling.serving.registry import ModelRegistry, save_model
-from modeling.training.fit import fit_device_model
+from modeling.training.fit import SCREEN_MARGIN, fit_device_model
 from modeling.training.physics_check import dense_grid, law_violations
+from modeling.workload import PERCENTILE_METRICS
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -42,17 +43,43 @@ def fitted(device):
 
 
 def test_each_rung_is_learned_the_way_that_fits_it(fitted):
-    """The stall does not follow the mean: its rung gets its own model; every rung is scored both ways."""
+    """The stall does not follow the mean: its rung gets its own model; the choice is in the report."""
     _, report = fitted
     for m in LADDER:
         entry = report["metrics"][m]
-        assert set(entry["physics"]) == {"ratio_cv_mre", "direct_cv_mre"}
-        chosen = entry["physics"][f"{entry['mode']}_cv_mre"]
-        assert chosen == min(entry["physics"].values())
-    assert report["metrics"]["latency_p99_9_us"]["mode"] == "direct"
+        phys = entry["physics"]
+        assert "ratio_cv_mre" in phys
+        scored = {k: v for k, v in phys.items() if k in ("ratio_cv_mre", "direct_cv_mre")}
+        # the rung's mode is the one with the lower CV error of those it fitted in full
+        assert phys[f"{entry['mode']}_cv_mre"] == min(scored.values())
+        assert entry["global"]["cv_fold_std"] >= 0
+    stall = report["metrics"]["latency_p99_9_us"]
+    assert stall["mode"] == "direct"
+    assert stall["physics"]["screen_cv_mre"] < stall["physics"]["ratio_cv_mre"]
     ladder = report["percentile_ladder"]
     assert set(ladder) == set(LADDER)
     assert all(0.0 <= v < 0.10 for v in ladder.values()), ladder
+
+
+def test_a_rung_whose_own_model_cannot_win_is_screened_out(fitted):
+    """A rung that is a fixed multiple of the mean: no full own-model selection, no region models."""
+    _, report = fitted
+    screened = [m for m in LADDER[:2] if "direct_cv_mre" not in report["metrics"][m]["physics"]]
+    assert screened, {m: report["metrics"][m]["physics"] for m in LADDER}
+    for m in screened:
+        entry = report["metrics"][m]
+        assert entry["mode"] == "ratio" and entry["regions"] == {}
+        assert entry["physics"]["screen_cv_mre"] >= entry["physics"]["ratio_cv_mre"] * SCREEN_MARGIN
+
+
+def test_a_ratio_rung_fits_no_region_models(device):
+    """With regions on, a rung served as a ratio has none (only a rung with its own model does)."""
+    model, report = fit_device_model(device, folds=3, candidates=fast_candidates())
+    assert any(report["metrics"]["iops"]["regions"]), "the device has no region to test with"
+    for m in PERCENTILE_METRICS:
+        entry = report["metrics"][m]
+        assert bool(entry["regions"]) == (entry["mode"] == "direct"), (m, entry["mode"])
+        assert set(model.specs[m].scopes) == ({"global"} | set(entry["regions"]))
 
 
 def test_the_known_tail_is_predicted_on_unseen_workloads(device):

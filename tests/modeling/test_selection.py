@@ -51,7 +51,15 @@ def test_tail_metrics_put_robust_learners_first():
     cands = default_candidates()
     assert for_metric(cands, "iops") == cands
     tail = for_metric(cands, "latency_p99_us")
-    assert tail[0].kwargs.get("loss") == "relative" and sorted(map(str, tail)) == sorted(map(str, cands))
+    assert tail[0].kwargs.get("loss") == "relative" and set(cands) <= set(tail)
+    # the tail also gets the extra trees at single-point leaves, both losses, right after the default
+    fine = tail[1:3]
+    assert all(c.kind == "extra_trees" and c.kwargs["min_samples_leaf"] == 1 for c in fine)
+    assert {c.kwargs["loss"] for c in fine} == {"relative", "squared"}
+    assert len(tail) == len(cands) + 2 and len(set(tail)) == len(tail)
+    # what the caller did not offer (no relative-loss extra trees) is not added
+    only_boosted = [c for c in cands if c.kind == "xgboost"]
+    assert for_metric(only_boosted, "latency_p99_us") == only_boosted
 
 
 def test_gp_is_left_out_of_large_data():
