@@ -34,9 +34,9 @@ LN2 = math.log(2.0)
 # -- features and physics ------------------------------------------------------------------
 
 
-_LOG_QD = 1
+LOG_QD_COLUMN = 1
 """Column of log2 queue depth in every feature set (see :func:`features_row`)."""
-_LOG_OUTSTANDING = 5
+LOG_OUTSTANDING_COLUMN = 5
 """Column of log2 (queue depth x numjobs) in the extended feature set."""
 
 
@@ -424,10 +424,10 @@ class _LadderFeatures:
         x = self.sets.get(feature_set)
         if x is None:
             x = np.repeat(self.own[feature_set], len(self.depths), axis=0)
-            x[:, _LOG_QD] = [math.log2(d) for d in self.depths]
+            x[:, LOG_QD_COLUMN] = [math.log2(d) for d in self.depths]
             if feature_set == "extended":
                 nj = self.own.row[_NJ]
-                x[:, _LOG_OUTSTANDING] = [math.log2(d * nj) for d in self.depths]
+                x[:, LOG_OUTSTANDING_COLUMN] = [math.log2(d * nj) for d in self.depths]
             self.sets[feature_set] = x
         return x
 
