@@ -163,13 +163,14 @@ class DeviceModel:
         wanted = self._check_request(metrics, model)
         st = stretch(w, self.limits)
         codes = region_codes(w)
-        ctx = _Context(st.w_eval, w, codes, _Features(st.w_eval), model)
+        features = _Features(st.w_eval)
+        ctx = _Context(st.w_eval, w, codes, features, model)
         ctx.no_data = ~self._data_region_mask[codes]
         # every metric, not only the wanted ones: the laws tie them together
         raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
         lad = ladder(st.w_eval, self.limits)
         own = {m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}
-        values = settle(own, self._rungs(lad, ctx), lad, st.w_eval)
+        values = settle(own, self._rungs(lad, ctx, features), lad, st.w_eval)
         apply_physics(values, w, st, self.limits)
         out = {}
         for metric in wanted:
@@ -180,7 +181,7 @@ class DeviceModel:
             out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, raw[metric][3])
         return out
 
-    def _rungs(self, lad: Ladder | None, ctx: _Context) -> dict[str, np.ndarray]:
+    def _rungs(self, lad: Ladder | None, ctx: _Context, own: _Features) -> dict[str, np.ndarray]:
         """The load-bound metrics with their own estimators, at the ladder's rung rows.
 
         The derived ones (bandwidth, Little's law) follow IOPS in :func:`settle`, so for
@@ -193,8 +194,7 @@ class DeviceModel:
             return {m: np.zeros(0) for m in direct}
         w = ctx.w[lad.owner]
         w[:, _QD] = lad.depths[lad.rung]
-        features = _RungFeatures(ctx.features, lad)
-        rctx = _Context(w, ctx.asked[lad.owner], ctx.codes[lad.owner], features, ctx.model)
+        rctx = _Context(w, ctx.asked[lad.owner], ctx.codes[lad.owner], _RungFeatures(own, lad), ctx.model)
         rctx.no_data = ctx.no_data[lad.owner]
         return {m: np.asarray(self._predict_metric(m, rctx)[0], dtype=np.float64) for m in direct}
 
@@ -337,7 +337,7 @@ class _Context:
     w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
     asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
-    features: _Features
+    features: _Features | _RungFeatures
     model: str
     no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
