@@ -127,6 +127,30 @@ def matern_slope_row(gp: MaternProcess, x32: np.ndarray, v: np.ndarray, weighted
     return gp.gp_amplitude_ * (float(q @ v) * float(g @ gp.gp_alpha_) - float(g @ weighted))
 
 
+def matern_mean_row(gp: MaternProcess, x32: np.ndarray) -> float:
+    """Twin of ``GaussianProcessModel._predict_core`` for one row, before its offset.
+
+    The percentile models of the tail are often Gaussian processes (issue 13), so a single
+    prediction runs several; the matrix path's blocks and thread pool cost more than
+    the kernel on one row.
+    """
+    q = x32[gp.gp_features_] * gp.gp_factor_
+    q -= gp.gp_shift_
+    d2 = gp.gp_X_ @ q
+    d2 *= -2.0
+    d2 += gp.gp_train_sq_
+    d2 += q @ q
+    np.maximum(d2, 0.0, out=d2)
+    r = np.sqrt(d2, out=d2)
+    if gp.nu == 0.5:
+        k = np.exp(-r)
+    else:
+        s = r * math.sqrt(3.0 if gp.nu == 1.5 else 5.0)
+        k = 1.0 + s if gp.nu == 1.5 else 1.0 + s + s * s / 3.0
+        k *= np.exp(-s)
+    return gp.gp_amplitude_ * float(k @ gp.gp_alpha_)
+
+
 class Fast(Protocol):
     """An estimator's prediction without input validation."""
 
@@ -570,6 +594,7 @@ __all__ = [
     "features_row",
     "forest_leaves_row",
     "load_gated_row",
+    "matern_mean_row",
     "matern_slope_row",
     "outside_row",
     "predict_row",
