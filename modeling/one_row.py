@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS, region_code
+from modeling.workload import PERCENTILE_ANCHOR as _ANCHOR
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import FRACTION_COLUMNS
 
@@ -342,23 +343,25 @@ def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStr
 
 
 def order_percentiles_row(values: dict[str, float]) -> None:
-    """Twin of ``physics.order_percentiles``: p50 <= p90 <= p99 <= p99.9, p99 >= mean."""
-    running = -math.inf
-    for metric in PERCENTILE_ORDER:
-        if metric not in values:
-            continue
-        v = values[metric]
-        if metric == "latency_p99_us" and "latency_mean_us" in values:
-            v = max(v, values["latency_mean_us"])
-        running = max(v, running)
-        values[metric] = running
+    """Twin of ``physics.order_percentiles``: anchored on p99, p99 >= mean."""
+    present = [m for m in PERCENTILE_ORDER if m in values]
+    if not present:
+        return
+    anchor = _ANCHOR if _ANCHOR in values else present[0]
+    if anchor == _ANCHOR and "latency_mean_us" in values:
+        values[anchor] = max(values[anchor], values["latency_mean_us"])
+    at = present.index(anchor)
+    for i in range(at + 1, len(present)):
+        values[present[i]] = max(values[present[i]], values[present[i - 1]])
+    for i in range(at - 1, -1, -1):
+        values[present[i]] = min(values[present[i]], values[present[i + 1]])
 
 
 def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
     """The metrics whose values the laws need to answer ``wanted``, in ``known``'s order.
 
-    Latencies are slowed with IOPS under the bandwidth cap, and each percentile is raised
-    to the ones before it (and p99 to the mean).
+    Latencies are slowed with IOPS under the bandwidth cap, and each percentile is ordered
+    against the rungs between it and the p99, the p99 against the mean.
     """
     if wanted is known or set(wanted) >= set(known):  # every metric: the common request
         return list(known)
@@ -367,8 +370,9 @@ def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
         if metric in LATENCY_METRICS:
             need.add("iops")
         if metric in PERCENTILE_ORDER:
+            i, a = PERCENTILE_ORDER.index(metric), PERCENTILE_ORDER.index(_ANCHOR)
+            need.update(PERCENTILE_ORDER[min(i, a) : max(i, a) + 1])
             need.add("latency_mean_us")
-            need.update(PERCENTILE_ORDER[: PERCENTILE_ORDER.index(metric)])
     return [m for m in known if m in need]
 
 

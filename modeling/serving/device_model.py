@@ -23,6 +23,7 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
 from modeling.one_row import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, RowLimits, extrapolation_row
+from modeling.one_row import needed_metrics
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
@@ -36,7 +37,7 @@ from modeling.serving.physics import (
     stretch,
     widen,
 )
-from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
+from modeling.workload import METRICS, REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
 from modeling.workload_matrix import FIELD_INDEX, columns_matrix, region_codes
 
 _QD, _NJ = FIELD_INDEX["queue_depth"], FIELD_INDEX["numjobs"]
@@ -166,8 +167,10 @@ class DeviceModel:
         features = _Features(st.w_eval)
         ctx = _Context(st.w_eval, w, codes, features, model)
         ctx.no_data = ~self._data_region_mask[codes]
-        # every metric, not only the wanted ones: the laws tie them together
-        raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
+        # the load-bound metrics always (the laws tie them together), a further percentile
+        # only when it is asked for or orders one that is (anchored on p99)
+        need = set(needed_metrics(wanted, self.metrics))
+        raw = {m: self._predict_metric(m, ctx) for m in self.metrics if m in METRICS or m in need}
         lad = ladder(st.w_eval, self.limits)
         own = {m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}
         values = settle(own, self._rungs(lad, ctx, features), lad, st.w_eval)

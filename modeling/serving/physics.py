@@ -32,6 +32,7 @@ import numpy as np
 from modeling.one_row import RowLimits
 from modeling.serving.metric_models import DERIVABLE
 from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS
+from modeling.workload import PERCENTILE_ANCHOR as ANCHOR
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import FRACTION_COLUMNS
 from modeling.workload_matrix import mean_request_size, outstanding_io
@@ -324,20 +325,27 @@ def apply_physics(
 
 
 def order_percentiles(values: dict[str, np.ndarray]) -> None:
-    """p50 <= p90 <= p99 <= p99.9 and p99 >= mean, by raising the later ones, in place.
+    """p50 <= p90 <= p99 <= p99.9 and p99 >= mean, anchored on p99, in place.
 
-    Each tail model is a separate estimate of one point of a monotone curve; where two
-    cross, the larger one is the conservative answer for the tail.
+    Each tail model is a separate estimate of one point of a monotone curve.  The p99 is
+    the rung every device learns and the one most tuned, so it is the anchor: it is only
+    raised to the mean; a rung above it is raised to it (the conservative answer for the
+    far tail), a rung below it is lowered to it.  Anchoring makes each rung depend only on
+    the rungs between it and p99, so a request that does not ask for p50/p90/p99.9 never
+    pays for their models, and the p99 is the same whichever rungs are asked for
+    (:func:`modeling.one_row.needed_metrics`).
     """
-    running: np.ndarray | None = None
-    for metric in PERCENTILE_ORDER:
-        if metric not in values:
-            continue
-        v = values[metric]
-        if metric == "latency_p99_us" and "latency_mean_us" in values:
-            v = np.maximum(v, values["latency_mean_us"])
-        running = v if running is None else np.maximum(v, running)
-        values[metric] = running
+    present = [m for m in PERCENTILE_ORDER if m in values]
+    if not present:
+        return
+    anchor = ANCHOR if ANCHOR in values else present[0]
+    if anchor == ANCHOR and "latency_mean_us" in values:
+        values[anchor] = np.maximum(values[anchor], values["latency_mean_us"])
+    at = present.index(anchor)
+    for below, above in zip(present[at:], present[at + 1 :], strict=False):
+        values[above] = np.maximum(values[above], values[below])
+    for above, below in zip(present[at::-1], present[at - 1 :: -1] if at else [], strict=False):
+        values[below] = np.minimum(values[below], values[above])
 
 
 def widen(q: Any, distance: np.ndarray) -> Any:
