@@ -50,6 +50,8 @@ from modeling.serving.physics import PERCENTILE_ORDER, PhysicsLimits, order_perc
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
+RUNG_KINDS = ("xgboost", "extra_trees", "cart")
+"""The estimator families a further percentile rung may use (compiled trees: cheap to serve)."""
 """Fewest distinct measured workloads a device needs to be trained."""
 MIN_REGION_ROWS = 16
 """Fewest distinct workloads a region needs for its own model."""
@@ -522,6 +524,10 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
     The report records the choice and every error it was made on.
     """
     y = fit.ys[metric]
+    # a rung is served beside the four main metrics on every request that names it: only
+    # tree families, which compile to lookup tables (a Gaussian process costs a kernel row
+    # per answer; with GP rungs a batch of 10,000 ran 5x slower than without the rungs)
+    cands = [c for c in fit.cands if c.kind in RUNG_KINDS] or fit.cands
     spec, entry, oof = _ratio_spec(
         metric,
         fit.w,
@@ -529,7 +535,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
         fit.ys["latency_mean_us"],
         fit.final_oof["latency_mean_us"],
         fit.splits,
-        fit.cands,
+        cands,
         fit.per_call,
         fit.runs,
         fit.tune,
@@ -539,7 +545,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
         tolerance=0.0,
     )
     fit.step(f"{metric}: ratio to the mean latency, CV MRE {entry['cv_mre']:.2%}")
-    first = for_metric(fit.cands, metric)[0]
+    first = for_metric(cands, metric)[0]
     screen = oof_predict(fit.w, y, fit.splits, first)
     screen_mre = _mre(screen * mre_scale(screen, y), y)
     physics: dict[str, Any] = {
@@ -547,7 +553,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
     }
     report: dict[str, Any] = {"mode": "ratio", "global": entry, "regions": {}}
     if screen_mre < entry["cv_mre"] * SCREEN_MARGIN:
-        sel = select(fit.w, y, fit.splits, for_metric(fit.cands, metric), fit.per_call, tune=fit.tune)
+        sel = select(fit.w, y, fit.splits, for_metric(cands, metric), fit.per_call, tune=fit.tune)
         fit.step(f"{metric}: own model {sel.name} CV MRE {sel.mre:.2%}")
         physics["direct_cv_mre"] = sel.mre
         if sel.mre < entry["cv_mre"]:
