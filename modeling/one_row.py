@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS, region_code
+from modeling.workload import PERCENTILE_ANCHOR as _ANCHOR
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import FRACTION_COLUMNS
 
@@ -34,9 +35,9 @@ LN2 = math.log(2.0)
 # -- features and physics ------------------------------------------------------------------
 
 
-_LOG_QD = 1
+LOG_QD_COLUMN = 1
 """Column of log2 queue depth in every feature set (see :func:`features_row`)."""
-_LOG_OUTSTANDING = 5
+LOG_OUTSTANDING_COLUMN = 5
 """Column of log2 (queue depth x numjobs) in the extended feature set."""
 
 
@@ -125,6 +126,30 @@ def matern_slope_row(gp: MaternProcess, x32: np.ndarray, v: np.ndarray, weighted
         g *= s + 1.0
         g *= -5.0 / 3.0
     return gp.gp_amplitude_ * (float(q @ v) * float(g @ gp.gp_alpha_) - float(g @ weighted))
+
+
+def matern_mean_row(gp: MaternProcess, x32: np.ndarray) -> float:
+    """Twin of ``GaussianProcessModel._predict_core`` for one row, before its offset.
+
+    The percentile models of the tail are often Gaussian processes (issue 13), so a single
+    prediction runs several; the matrix path's blocks and thread pool cost more than
+    the kernel on one row.
+    """
+    q = x32[gp.gp_features_] * gp.gp_factor_
+    q -= gp.gp_shift_
+    d2 = gp.gp_X_ @ q
+    d2 *= -2.0
+    d2 += gp.gp_train_sq_
+    d2 += q @ q
+    np.maximum(d2, 0.0, out=d2)
+    r = np.sqrt(d2, out=d2)
+    if gp.nu == 0.5:
+        k = np.exp(-r)
+    else:
+        s = r * math.sqrt(3.0 if gp.nu == 1.5 else 5.0)
+        k = 1.0 + s if gp.nu == 1.5 else 1.0 + s + s * s / 3.0
+        k *= np.exp(-s)
+    return gp.gp_amplitude_ * float(k @ gp.gp_alpha_)
 
 
 class Fast(Protocol):
@@ -327,23 +352,25 @@ def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStr
 
 
 def order_percentiles_row(values: dict[str, float]) -> None:
-    """Twin of ``physics.order_percentiles``: p50 <= p90 <= p99 <= p99.9, p99 >= mean."""
-    running = -math.inf
-    for metric in PERCENTILE_ORDER:
-        if metric not in values:
-            continue
-        v = values[metric]
-        if metric == "latency_p99_us" and "latency_mean_us" in values:
-            v = max(v, values["latency_mean_us"])
-        running = max(v, running)
-        values[metric] = running
+    """Twin of ``physics.order_percentiles``: anchored on p99, p99 >= mean."""
+    present = [m for m in PERCENTILE_ORDER if m in values]
+    if not present:
+        return
+    anchor = _ANCHOR if _ANCHOR in values else present[0]
+    if anchor == _ANCHOR and "latency_mean_us" in values:
+        values[anchor] = max(values[anchor], values["latency_mean_us"])
+    at = present.index(anchor)
+    for i in range(at + 1, len(present)):
+        values[present[i]] = max(values[present[i]], values[present[i - 1]])
+    for i in range(at - 1, -1, -1):
+        values[present[i]] = min(values[present[i]], values[present[i + 1]])
 
 
 def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
     """The metrics whose values the laws need to answer ``wanted``, in ``known``'s order.
 
-    Latencies are slowed with IOPS under the bandwidth cap, and each percentile is raised
-    to the ones before it (and p99 to the mean).
+    Latencies are slowed with IOPS under the bandwidth cap, and each percentile is ordered
+    against the rungs between it and the p99, the p99 against the mean.
     """
     if wanted is known or set(wanted) >= set(known):  # every metric: the common request
         return list(known)
@@ -352,8 +379,9 @@ def needed_metrics(wanted: Sequence[str], known: Sequence[str]) -> list[str]:
         if metric in LATENCY_METRICS:
             need.add("iops")
         if metric in PERCENTILE_ORDER:
+            i, a = PERCENTILE_ORDER.index(metric), PERCENTILE_ORDER.index(_ANCHOR)
+            need.update(PERCENTILE_ORDER[min(i, a) : max(i, a) + 1])
             need.add("latency_mean_us")
-            need.update(PERCENTILE_ORDER[: PERCENTILE_ORDER.index(metric)])
     return [m for m in known if m in need]
 
 
@@ -433,10 +461,10 @@ class _LadderFeatures:
         x = self.sets.get(feature_set)
         if x is None:
             x = np.repeat(self.own[feature_set], len(self.depths), axis=0)
-            x[:, _LOG_QD] = [math.log2(d) for d in self.depths]
+            x[:, LOG_QD_COLUMN] = [math.log2(d) for d in self.depths]
             if feature_set == "extended":
                 nj = self.own.row[_NJ]
-                x[:, _LOG_OUTSTANDING] = [math.log2(d * nj) for d in self.depths]
+                x[:, LOG_OUTSTANDING_COLUMN] = [math.log2(d * nj) for d in self.depths]
             self.sets[feature_set] = x
         return x
 
@@ -579,6 +607,7 @@ __all__ = [
     "features_row",
     "forest_leaves_row",
     "load_gated_row",
+    "matern_mean_row",
     "matern_slope_row",
     "outside_row",
     "predict_row",

@@ -60,6 +60,9 @@ PERCENTILE_ORDER: Final[tuple[str, ...]] = (
 )
 """The served latency percentiles, in the order their values must follow."""
 
+PERCENTILE_ANCHOR: Final = "latency_p99_us"
+"""The percentile the others are ordered around (every device learns it, and it is the most tuned)."""
+
 LATENCY_METRICS: Final[tuple[str, ...]] = ("latency_mean_us", *PERCENTILE_ORDER)
 """Every latency metric: Little's law scales them together."""
 

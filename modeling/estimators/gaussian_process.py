@@ -26,7 +26,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.parallel import by_row_blocks
-from modeling.one_row import matern_slope_row
+from modeling.one_row import matern_mean_row, matern_slope_row
 
 NUS = (0.5, 1.5, 2.5)
 _CHUNK = 2048  # query rows per kernel block: bounds memory on large batches
@@ -127,6 +127,9 @@ class GaussianProcessModel(RegressorBase):
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         out = np.full(X32.shape[0], self.gp_offset_)
         if len(self.gp_alpha_) == 0:
+            return out
+        if X32.shape[0] == 1:
+            out[0] += matern_mean_row(self, X32[0])
             return out
 
         def block(start: int, stop: int) -> np.ndarray:

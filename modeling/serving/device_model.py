@@ -22,10 +22,13 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
-from modeling.one_row import RowLimits, extrapolation_row
+from modeling.one_row import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, RowLimits, extrapolation_row
+from modeling.one_row import needed_metrics
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
+    LOAD_LAWS,
+    Ladder,
     PhysicsLimits,
     apply_physics,
     extrapolation,
@@ -34,8 +37,10 @@ from modeling.serving.physics import (
     stretch,
     widen,
 )
-from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
-from modeling.workload_matrix import columns_matrix, region_codes
+from modeling.workload import METRICS, REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS, Workload
+from modeling.workload_matrix import FIELD_INDEX, columns_matrix, region_codes
+
+_QD, _NJ = FIELD_INDEX["queue_depth"], FIELD_INDEX["numjobs"]
 
 
 @dataclass(frozen=True)
@@ -158,22 +163,43 @@ class DeviceModel:
         """Per metric: (value, lower, upper, extrapolated, scope name) arrays for a workload matrix."""
         wanted = self._check_request(metrics, model)
         st = stretch(w, self.limits)
+        codes = region_codes(w)
+        features = _Features(st.w_eval)
+        ctx = _Context(st.w_eval, w, codes, features, model)
+        ctx.no_data = ~self._data_region_mask[codes]
+        # the load-bound metrics always (the laws tie them together), a further percentile
+        # only when it is asked for or orders one that is (anchored on p99)
+        need = set(needed_metrics(wanted, self.metrics))
+        raw = {m: self._predict_metric(m, ctx) for m in self.metrics if m in METRICS or m in need}
         lad = ladder(st.w_eval, self.limits)
-        codes = np.repeat(region_codes(w), lad.k)
-        ctx = _Context(lad.w, np.repeat(w, lad.k, axis=0), codes, _Features(lad.w), model)
-        ctx.no_data = ~self._data_region_mask[ctx.codes]
-        # every metric, not only the wanted ones: the laws tie them together
-        raw = {metric: self._predict_metric(metric, ctx) for metric in self.metrics}
-        values = settle({m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}, lad)
+        own = {m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}
+        values = settle(own, self._rungs(lad, ctx, features), lad, st.w_eval)
         apply_physics(values, w, st, self.limits)
         out = {}
         for metric in wanted:
             value = np.maximum(values[metric], 0.0)
-            q = widen(lad.own(raw[metric][1]), st.distance)
+            q = widen(raw[metric][1], st.distance)
             # a load beyond the measured one can hide inside each field's own range
-            extrap = lad.own(raw[metric][2]) | (st.distance > 0.0)
-            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, lad.own(raw[metric][3]))
+            extrap = raw[metric][2] | (st.distance > 0.0)
+            out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, raw[metric][3])
         return out
+
+    def _rungs(self, lad: Ladder | None, ctx: _Context, own: _Features) -> dict[str, np.ndarray]:
+        """The load-bound metrics with their own estimators, at the ladder's rung rows.
+
+        The derived ones (bandwidth, Little's law) follow IOPS in :func:`settle`, so for
+        most devices this is one model on the few rungs below each workload.
+        """
+        if lad is None:
+            return {}
+        direct = [m for m in LOAD_LAWS if m in self.specs and self.specs[m].mode == "direct"]
+        if lad.empty or not direct:
+            return {m: np.zeros(0) for m in direct}
+        w = ctx.w[lad.owner]
+        w[:, _QD] = lad.depths[lad.rung]
+        rctx = _Context(w, ctx.asked[lad.owner], ctx.codes[lad.owner], _RungFeatures(own, lad), ctx.model)
+        rctx.no_data = ctx.no_data[lad.owner]
+        return {m: np.asarray(self._predict_metric(m, rctx)[0], dtype=np.float64) for m in direct}
 
     def _predict_metric(self, metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
         """The model's (value, q, extrapolated, scope) of one metric at ``ctx.w``, before the laws."""
@@ -281,6 +307,32 @@ class _Features:
         return matrix
 
 
+class _RungFeatures:
+    """The feature matrices of a ladder's rung rows, from the workloads' own.
+
+    A rung differs from its workload only in the queue depth, so its rows are the
+    workload's features with the load columns replaced (as in the one-row twin,
+    :class:`modeling.one_row._LadderFeatures`), not computed again from the workloads.
+    """
+
+    def __init__(self, own: _Features, lad: Ladder) -> None:
+        self.own = own
+        self.lad = lad
+        self.sets: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, feature_set: str) -> np.ndarray:
+        matrix = self.sets.get(feature_set)
+        if matrix is None:
+            lad = self.lad
+            matrix = self.own[feature_set][lad.owner]
+            depth = lad.depths[lad.rung]
+            matrix[:, LOG_QD_COLUMN] = np.log2(depth)
+            if feature_set == "extended":
+                matrix[:, LOG_OUTSTANDING_COLUMN] = np.log2(depth * self.own.w[lad.owner, _NJ])
+            self.sets[feature_set] = matrix
+        return matrix
+
+
 @dataclass
 class _Context:
     """Per-call state of one batch prediction."""
@@ -288,7 +340,7 @@ class _Context:
     w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
     asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
-    features: _Features
+    features: _Features | _RungFeatures
     model: str
     no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)

@@ -34,7 +34,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from modeling.one_row import RowLimits
+from modeling.serving.metric_models import DERIVABLE
 from modeling.workload import LATENCY_METRICS, MIB, PERCENTILE_ORDER, WORKLOAD_FIELDS
+from modeling.workload import PERCENTILE_ANCHOR as ANCHOR
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import FRACTION_COLUMNS
 from modeling.workload_matrix import mean_request_size, outstanding_io
@@ -181,72 +183,100 @@ def stretch(w: np.ndarray, limits: PhysicsLimits | None) -> Stretch:
     return Stretch(w_eval, load, size, np.log(np.maximum(factors.max(axis=0), 1.0)))
 
 
+LOAD_LAWS = ("iops", "bandwidth_mib_s", "latency_mean_us")
+"""The metrics bound by the load laws along queue depth (see :func:`settle`)."""
+
+
 @dataclass
 class Ladder:
-    """Each workload evaluated at every measured queue depth too: ``k`` rows per workload.
+    """Where each workload sits among the measured queue depths, and the rungs it needs.
 
-    Row ``i * k + j`` is workload ``i`` at the ``j``-th measured depth; the last of each
-    ``k`` is the workload itself.  :func:`settle` then reads the load-bound metrics off the
-    monotone envelope of the measured depths, so that a model that wobbles between them
-    cannot answer more IOPS per I/O in flight, or a lower mean latency, at a deeper queue.
+    :func:`settle` reads a workload's load-bound metrics off the monotone envelope of the
+    measured depths up to its own (and the next one, to interpolate between the two):
+    only those rungs are evaluated, and only by the models of the load-bound metrics that
+    have their own estimators; every other metric is evaluated once, at the workload.  A
+    rung at the workload's own depth is the workload itself and is not evaluated again.
+    Serving got 18x slower on batches when every metric was evaluated at every measured
+    depth (k = depths + 1 rows per workload); this way a batch costs one row per
+    workload per model plus the rungs of the IOPS model (issue 13).
     """
 
-    w: np.ndarray
-    k: int
-    depths: np.ndarray  # the measured depths (k - 1 of them)
+    depths: np.ndarray  # the measured depths, ascending
+    low: np.ndarray  # per workload, the rung at or below its depth
+    high: np.ndarray  # per workload, the rung above it (``low`` at or beyond the ends)
+    frac: np.ndarray  # per workload, where between the two (0 at ``low``)
+    own: np.ndarray  # per workload, the rung at its own depth, -1 if none
+    owner: np.ndarray  # per rung row, the workload it belongs to
+    rung: np.ndarray  # per rung row, its index among the depths
 
-    def own(self, a: Any) -> Any:
-        """The entries of the workloads themselves (the last of each ``k``); scalars as they are."""
-        return a[self.k - 1 :: self.k] if isinstance(a, np.ndarray) and a.ndim else a
+    @property
+    def empty(self) -> bool:
+        """No rung to evaluate (every workload at the smallest measured depth, or none)."""
+        return len(self.owner) == 0
 
 
-def ladder(w: np.ndarray, limits: PhysicsLimits | None) -> Ladder:
-    """The :class:`Ladder` of workload matrix ``w`` (``k = 1``, ``w`` itself, without limits)."""
+def ladder(w: np.ndarray, limits: PhysicsLimits | None) -> Ladder | None:
+    """The :class:`Ladder` of workload matrix ``w``; None without at least two measured depths."""
     if limits is None or len(limits.depths) < 2:
-        return Ladder(w, 1, np.zeros(0))
+        return None
     depths = np.asarray(limits.depths, dtype=np.float64)
-    k = len(depths) + 1
-    out = np.repeat(w, k, axis=0)
-    qd = _F["queue_depth"]
-    steps = out[:, qd].reshape(-1, k)
-    steps[:, :-1] = depths
-    return Ladder(out, k, depths)
-
-
-def settle(values: dict[str, np.ndarray], lad: Ladder) -> dict[str, np.ndarray]:
-    """Per workload, the values that respect the load laws along queue depth.
-
-    Along the measured depths, IOPS and bandwidth per I/O in flight are made
-    non-increasing (running minimum) and the mean latency non-decreasing (running
-    maximum); a workload's own value is read off that envelope, geometrically
-    interpolated between the two measured depths around its depth.  The percentiles are
-    the workload's own (the tail is noisy along depth, issue 13), ordered later.
-    """
-    if lad.k == 1:
-        return values
-    n_steps = lad.k - 1
-    oio = outstanding_io(lad.w).reshape(-1, lad.k)
-    depth = lad.w[lad.k - 1 :: lad.k, _F["queue_depth"]]
-    pos = np.interp(np.log2(depth), np.log2(lad.depths), np.arange(n_steps, dtype=np.float64))
+    n_steps = len(depths)
+    depth = w[:, _F["queue_depth"]]
+    pos = np.interp(np.log2(depth), np.log2(depths), np.arange(n_steps, dtype=np.float64))
     low = np.minimum(np.floor(pos).astype(np.intp), n_steps - 1)
     high = np.minimum(low + 1, n_steps - 1)
-    frac = (pos - low)[:, None]
-    rows = np.arange(len(depth))
+    frac = pos - low
+    # the rungs read: up to ``high`` when between two depths, up to ``low`` at one
+    top = np.where(frac > 0.0, high, low)
+    at = depths[low] == depth
+    own = np.where(at, low, -1)
+    need = (np.arange(n_steps)[None, :] <= top[:, None]) & (np.arange(n_steps)[None, :] != own[:, None])
+    owner, rung = np.nonzero(need)
+    return Ladder(depths, low, high, frac, own, owner, rung)
 
-    def envelope(series: np.ndarray) -> np.ndarray:
-        logs = np.log(np.maximum(series, 1e-300))
-        return np.exp(logs[rows, low] * (1.0 - frac[:, 0]) + logs[rows, high] * frac[:, 0])
 
-    out: dict[str, np.ndarray] = {}
-    for metric, v in values.items():
-        steps = v.reshape(-1, lad.k)
-        if metric in ("iops", "bandwidth_mib_s"):
-            per_io = np.minimum.accumulate(steps[:, :-1] / oio[:, :-1], axis=1)
-            out[metric] = envelope(per_io) * oio[:, -1]
-        elif metric == "latency_mean_us":
-            out[metric] = envelope(np.maximum.accumulate(steps[:, :-1], axis=1))
-        else:
-            out[metric] = steps[:, -1]
+def settle(
+    values: dict[str, np.ndarray],
+    rungs: dict[str, np.ndarray],
+    lad: Ladder | None,
+    w: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Per workload, the values that respect the load laws along queue depth.
+
+    ``values`` are every metric at the workloads ``w`` themselves, ``rungs`` each
+    load-bound metric with its own estimators at :attr:`Ladder.owner`'s rung rows.  Along
+    the measured depths, IOPS and bandwidth per I/O in flight are made non-increasing
+    (running minimum) and the mean latency non-decreasing (running maximum); a workload's
+    own value is read off that envelope, geometrically interpolated between the two
+    measured depths around its depth.  A load-bound metric derived from IOPS (bandwidth,
+    and the mean latency by Little's law) moves by IOPS's own factor, which is its
+    envelope exactly.  The percentiles are the workload's own (the tail is noisy along
+    depth, issue 13), ordered later.
+    """
+    if lad is None:
+        return values
+    n, n_steps = len(w), len(lad.depths)
+    rows = np.arange(n)
+    nj = w[:, _F["numjobs"]]
+    at = lad.own >= 0
+    out = dict(values)
+    for metric, steps_v in rungs.items():
+        steps = np.ones((n, n_steps))  # rungs above a workload's are never read
+        steps[lad.owner, lad.rung] = steps_v
+        steps[rows[at], lad.own[at]] = values[metric][at]
+        if metric == "latency_mean_us":
+            env = np.maximum.accumulate(steps, axis=1)
+            scale: Any = 1.0
+        else:  # IOPS and bandwidth per I/O in flight
+            env = np.minimum.accumulate(steps / (lad.depths[None, :] * nj[:, None]), axis=1)
+            scale = w[:, _F["queue_depth"]] * nj
+        logs = np.log(np.maximum(env, 1e-300))
+        out[metric] = np.exp(logs[rows, lad.low] * (1.0 - lad.frac) + logs[rows, lad.high] * lad.frac) * scale
+    if "iops" in rungs:
+        factor = out["iops"] / np.maximum(values["iops"], 1e-300)
+        for metric in (m for m in DERIVABLE if m in values and m not in rungs):
+            # bandwidth is proportional to IOPS, the mean latency (Little's law) inversely
+            out[metric] = values[metric] * factor if metric == "bandwidth_mib_s" else values[metric] / factor
     return out
 
 
@@ -323,20 +353,27 @@ def apply_physics(
 
 
 def order_percentiles(values: dict[str, np.ndarray]) -> None:
-    """p50 <= p90 <= p99 <= p99.9 and p99 >= mean, by raising the later ones, in place.
+    """p50 <= p90 <= p99 <= p99.9 and p99 >= mean, anchored on p99, in place.
 
-    Each tail model is a separate estimate of one point of a monotone curve; where two
-    cross, the larger one is the conservative answer for the tail.
+    Each tail model is a separate estimate of one point of a monotone curve.  The p99 is
+    the rung every device learns and the one most tuned, so it is the anchor: it is only
+    raised to the mean; a rung above it is raised to it (the conservative answer for the
+    far tail), a rung below it is lowered to it.  Anchoring makes each rung depend only on
+    the rungs between it and p99, so a request that does not ask for p50/p90/p99.9 never
+    pays for their models, and the p99 is the same whichever rungs are asked for
+    (:func:`modeling.one_row.needed_metrics`).
     """
-    running: np.ndarray | None = None
-    for metric in PERCENTILE_ORDER:
-        if metric not in values:
-            continue
-        v = values[metric]
-        if metric == "latency_p99_us" and "latency_mean_us" in values:
-            v = np.maximum(v, values["latency_mean_us"])
-        running = v if running is None else np.maximum(v, running)
-        values[metric] = running
+    present = [m for m in PERCENTILE_ORDER if m in values]
+    if not present:
+        return
+    anchor = ANCHOR if ANCHOR in values else present[0]
+    if anchor == ANCHOR and "latency_mean_us" in values:
+        values[anchor] = np.maximum(values[anchor], values["latency_mean_us"])
+    at = present.index(anchor)
+    for below, above in zip(present[at:], present[at + 1 :], strict=False):
+        values[above] = np.maximum(values[above], values[below])
+    for above, below in zip(present[at::-1], present[at - 1 :: -1] if at else [], strict=False):
+        values[below] = np.minimum(values[below], values[above])
 
 
 def widen(q: Any, distance: np.ndarray) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from modeling.one_row import extrapolation_row
 from modeling.serving.device_model import DeviceModel
 from modeling.workload import WORKLOAD_FIELDS, Workload
 
@@ -48,13 +49,15 @@ class PredictionBatcher:
         model, metrics, choice = key
         rows = [[float(getattr(wl, f)) for f in WORKLOAD_FIELDS] for wl, _ in group]
         try:
-            far = model.extrapolation(np.array(rows))
             if len(rows) == 1:  # a lone request: the single-row path, no arrays
-                results = [_answer(model.predict_row(rows[0], metrics, choice), far[0])]
+                far = extrapolation_row(rows[0], model.row_limits)
+                results = [_answer(model.predict_row(rows[0], metrics, choice), far)]
             else:
-                out = model.predict_matrix(np.array(rows), metrics, choice)
+                w = np.array(rows)
+                far_rows = model.extrapolation(w)
+                out = model.predict_matrix(w, metrics, choice)
                 results = [
-                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()}, far[i])
+                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()}, far_rows[i])
                     for i in range(len(rows))
                 ]
         except Exception as exc:  # the same input error for every request of the group

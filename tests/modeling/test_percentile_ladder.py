@@ -89,3 +89,35 @@ def test_a_ladder_with_rungs_of_both_kinds_survives_the_registry(datadir, fitted
     for m in LADDER:
         for i in range(3):
             np.testing.assert_allclose(a[m][i], b[m][i], rtol=1e-6)
+
+
+def test_order_is_anchored_on_p99():
+    """Crossing rungs: above p99 raised to it, below lowered to it, p99 only raised to the mean."""
+    from modeling.one_row import order_percentiles_row
+    from modeling.serving.physics import order_percentiles
+
+    values = {
+        "latency_mean_us": np.array([50.0, 50.0]),
+        "latency_p50_us": np.array([120.0, 10.0]),
+        "latency_p90_us": np.array([90.0, 20.0]),
+        "latency_p99_us": np.array([100.0, 40.0]),
+        "latency_p99_9_us": np.array([80.0, 400.0]),
+    }
+    row = {m: float(v[0]) for m, v in values.items()}
+    order_percentiles(values)
+    assert values["latency_p99_us"].tolist() == [100.0, 50.0]  # the second raised to its mean
+    assert values["latency_p99_9_us"].tolist() == [100.0, 400.0]
+    assert values["latency_p90_us"].tolist() == [90.0, 20.0]
+    assert values["latency_p50_us"].tolist() == [90.0, 10.0]
+    order_percentiles_row(row)
+    assert row == {m: float(v[0]) for m, v in values.items()}
+
+
+def test_p99_does_not_depend_on_which_rungs_are_asked(fitted):
+    """A request for p99 alone skips the other rungs' models and gets the same p99."""
+    model, _ = fitted
+    w = dense_grid(queue_depths=(1, 8, 64), numjobs=(1, 4))
+    alone = model.predict_matrix(w, metrics=["latency_p99_us"])["latency_p99_us"][0]
+    every = model.predict_matrix(w)["latency_p99_us"][0]
+    np.testing.assert_array_equal(alone, every)
+    assert set(model.predict_matrix(w, metrics=["latency_p50_us"])) == {"latency_p50_us"}
