@@ -211,6 +211,8 @@ class RowLimits:
     depths: list[float]  # the measured queue depths, ascending; empty: no ladder
     log_depths: list[float]  # their log2
     interval_growth: float  # ``physics.INTERVAL_GROWTH``
+    load_knee: float = 0.0  # K of the load law (``PhysicsLimits.load_knee``)
+    size_knees: tuple[float, ...] = (0.0, 0.0, 0.0)  # per mix, s0 of the size law
 
 
 def _mean_size(row: Sequence[float]) -> float:
@@ -323,13 +325,20 @@ def settle_row(
 
 def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStretch, lim: RowLimits) -> None:
     """Twin of ``physics.apply_physics`` for one workload, in place."""
+    wr = row[_WR]
+    mix = 0 if wr <= 0.0 else 1 if wr >= 1.0 else 2
+    oio, size, knee = row[_QD] * row[_NJ], _mean_size(row), lim.load_knee
+    gain = st.load * (oio / st.load + knee) / (oio + knee) if knee > 0 else 1.0
+    s0 = lim.size_knees[mix]
+    grow = (s0 + size) / (s0 + size / st.size)
     if "iops" in values:
-        values["iops"] = values["iops"] / st.size
+        values["iops"] = values["iops"] * (gain / grow)
+    if "bandwidth_mib_s" in values:
+        values["bandwidth_mib_s"] = values["bandwidth_mib_s"] * (gain * st.size / grow)
     for metric in LATENCY_METRICS:
         if metric in values:
-            values[metric] = values[metric] * (st.load * st.size)
-    wr = row[_WR]
-    cap = lim.caps[0 if wr <= 0.0 else 1 if wr >= 1.0 else 2]
+            values[metric] = values[metric] * (st.load / gain * grow)
+    cap = lim.caps[mix]
     if "bandwidth_mib_s" in values:
         values["bandwidth_mib_s"] = min(values["bandwidth_mib_s"], cap)
     if "iops" in values:

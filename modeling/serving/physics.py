@@ -7,10 +7,14 @@ queue depth 512).  So the serving path (matrix and one-row alike: both call
 :func:`apply_physics`) predicts an out-of-range workload at the nearest measured load and
 size and extends it with laws a storage device cannot break:
 
-* beyond the largest outstanding I/O measured (queue depth x numjobs), IOPS stays at the
-  plateau and the latencies grow by Little's law (L = IOPS x W: W grows with L);
-* beyond the largest request size measured, bandwidth stays at its plateau, so IOPS falls
-  and latency grows in proportion to the size;
+* beyond the largest outstanding I/O measured (queue depth x numjobs), IOPS follows
+  ``X(L) = Xmax L / (L + K)`` (``K = 0``: it stays at the plateau) and the latencies grow
+  by Little's law (L = IOPS x W);
+* beyond the largest request size measured, latency grows as ``s0 + s`` (a fixed cost
+  plus a transfer time; ``s0 = 0``: in proportion to the size, bandwidth at its plateau),
+  so bandwidth approaches its asymptote instead of stopping at the last measured size;
+  ``K`` and ``s0`` per mix are chosen at training by validation
+  (:mod:`modeling.training.laws`), 0 where the plateau predicts better;
 * a direction's bandwidth never exceeds what the device showed for that mix
   (:data:`BANDWIDTH_TOLERANCE` above its measured maximum); capping it lowers IOPS and
   raises latency by the same factor;
@@ -23,7 +27,7 @@ size and extends it with laws a storage device cannot break:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping
 
@@ -56,6 +60,8 @@ class PhysicsLimits:
     max_outstanding: float  # largest queue_depth x numjobs measured
     bandwidth_max: Mapping[str, float]  # per mix (MIXES), the largest bandwidth measured
     depths: tuple[float, ...] = ()  # the queue depths measured, ascending (see ladder)
+    load_knee: float = 0.0  # K of the load law (outstanding I/O); 0: the plateau
+    size_knee: Mapping[str, float] = field(default_factory=dict)  # per mix, s0 (bytes); absent: 0
 
     @classmethod
     def measured(cls, w: np.ndarray, bandwidth: np.ndarray | None) -> PhysicsLimits:
@@ -91,7 +97,13 @@ class PhysicsLimits:
             depths=list(depths),
             log_depths=np.log2(depths).tolist(),
             interval_growth=INTERVAL_GROWTH,
+            load_knee=self.load_knee,
+            size_knees=self.size_knees(),
         )
+
+    def size_knees(self) -> tuple[float, ...]:
+        """Per mix (:data:`MIXES`), s0 of the size law (0: the bandwidth plateau)."""
+        return tuple(float(self.size_knee.get(m, 0.0)) for m in MIXES)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (see :meth:`from_json`)."""
@@ -101,6 +113,8 @@ class PhysicsLimits:
             "max_outstanding": self.max_outstanding,
             "bandwidth_max": dict(self.bandwidth_max),
             "depths": list(self.depths),
+            "load_knee": self.load_knee,
+            "size_knee": dict(self.size_knee),
         }
 
     @classmethod
@@ -111,13 +125,19 @@ class PhysicsLimits:
         peaks = {str(k): float(v) for k, v in dict(doc["bandwidth_max"]).items()}
         max_out = float(doc["max_outstanding"])
         depths = tuple(float(d) for d in doc["depths"])
+        # limits saved before the laws were chosen hold neither: the plateaus
+        knee = float(doc.get("load_knee", 0.0))
+        size_knee = {str(k): float(v) for k, v in dict(doc.get("size_knee", {})).items()}
+        knees = [*size_knee.values(), knee]
+        if not set(size_knee) <= set(MIXES) or not all(np.isfinite(v) and v >= 0 for v in knees):
+            raise ValueError("bad physics limits")
         if list(depths) != sorted(set(depths)) or not all(d >= 1 for d in depths):
             raise ValueError("bad physics limits")
         if lo.shape != (len(WORKLOAD_FIELDS),) or hi.shape != lo.shape or not set(peaks) <= set(MIXES):
             raise ValueError("bad physics limits")
         if not all(np.isfinite(v) and v > 0 for v in [*peaks.values(), max_out]):
             raise ValueError("bad physics limits")
-        return cls(lo, hi, max_out, peaks, depths)
+        return cls(lo, hi, max_out, peaks, depths, knee, size_knee)
 
 
 def mix_codes(w: np.ndarray) -> np.ndarray:
@@ -303,13 +323,21 @@ def apply_physics(
     """
     if limits is None:
         return
-    # Little's law beyond the measured load, the bandwidth plateau beyond the measured size
+    # the load law and Little's law beyond the measured load; the size law beyond the
+    # measured size (see the module docstring): IOPS x gain / grow, latency x load / gain x grow
+    oio, size = outstanding_io(w), mean_request_size(w)
+    knee = limits.load_knee
+    gain = st.load * (oio / st.load + knee) / (oio + knee) if knee > 0 else 1.0
+    s0 = np.array(limits.size_knees())[mix_codes(w)]
+    grow = (s0 + size) / (s0 + size / st.size)
     if "iops" in values:
-        values["iops"] = values["iops"] / st.size
+        values["iops"] = values["iops"] * (gain / grow)
+    if "bandwidth_mib_s" in values:
+        values["bandwidth_mib_s"] = values["bandwidth_mib_s"] * (gain * st.size / grow)
     for metric in LATENCY_METRICS:
         if metric in values:
-            values[metric] = values[metric] * (st.load * st.size)
-    bw_implied = values["iops"] * mean_request_size(w) / MIB if "iops" in values else None
+            values[metric] = values[metric] * (st.load / gain * grow)
+    bw_implied = values["iops"] * size / MIB if "iops" in values else None
     cap = np.array(limits.caps())[mix_codes(w)]
     if "bandwidth_mib_s" in values:
         values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)

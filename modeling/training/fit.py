@@ -16,7 +16,7 @@ measurement will land, noise included.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from collections.abc import Callable
 
@@ -47,6 +47,7 @@ from modeling.training.selection import (
     workload_groups,
 )
 from modeling.serving.physics import PERCENTILE_ORDER, PhysicsLimits, order_percentiles
+from modeling.training.laws import choose_laws
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
@@ -634,4 +635,6 @@ def measured_limits(w: np.ndarray, ys: dict[str, np.ndarray]) -> PhysicsLimits:
         bandwidth = derive_metric("bandwidth_mib_s", ys["iops"], w)
     else:
         bandwidth = None
-    return PhysicsLimits.measured(w, bandwidth)
+    laws = choose_laws(w, ys.get("iops"))
+    sizes = {mix: law.param for mix, law in laws.size.items() if law.param > 0}
+    return replace(PhysicsLimits.measured(w, bandwidth), load_knee=laws.load.param, size_knee=sizes)
