@@ -235,7 +235,10 @@ def print_tail(rows: dict[str, dict[str, object] | None]) -> None:
         cells = [f"{mre[m]['ours']:.1%} ({mre[m]['plain_xgboost']:.1%})" for m in TAIL]
         p99 = mre["latency_p99_us"]
         gain = 1 - p99["ours"] / p99["plain_xgboost"]
-        met = p99["ours"] <= 0.12 or gain >= 0.25
+        # issue 13's two targets: the arrays' tail is consistent (p99 <= 12 %); the SATA
+        # SSDs' is bimodal, so there the target is beating plain XGBoost by 25 %
+        array = "RAID" in name.upper() or name.startswith("P420i")
+        met = p99["ours"] <= 0.12 if array else gain >= 0.25
         cover = "/".join(f"{mre[m]['coverage']:.0%}" for m in TAIL)
         print(f"| {name} | {' | '.join(cells)} | {gain:+.0%} | {'met' if met else 'missed'} | {cover} |")
     print("\nWhy the p99 is or is not predictable (see tail_predictability)")
