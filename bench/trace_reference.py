@@ -185,7 +185,8 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
         tag = "ol" if method == "open-loop" else "qd"
         row[f"{tag}_mean"] = err["latency_mean_us"]["unsaturated"]["mre"]
         row[f"{tag}_p99"] = err["latency_p99_us"]["unsaturated"]["mre"]
-        row["unsaturated"] = err["latency_mean_us"]["unsaturated"]["n"]
+        # windows each method predicted unsaturated (the column printed is the open-loop one's)
+        row[f"{tag}_unsaturated"] = err["latency_mean_us"]["unsaturated"]["n"]
         row["windows"] = int((~df["too_short"]).sum())
         row["sat_windows"] = (summary["saturation"] or {}).get("windows")
         if method == "open-loop":
@@ -194,8 +195,9 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
             title = f"{device} device, {trace.name}"
             plot_validation(df, out / f"{trace.stem}.png", title=title, summary=summary)
             sat = summary["saturation"] or {}
-            row.update(sat_agree=sat.get("agree"), sat_pred=sat.get("predicted"),
-                       sat_meas=sat.get("measured"), utilisation=float(df["utilisation"].max()))
+            row.update(unsaturated=row["ol_unsaturated"], sat_agree=sat.get("agree"),
+                       sat_pred=sat.get("predicted"), sat_meas=sat.get("measured"),
+                       utilisation=float(df["utilisation"].max()))
     return row
 
 
