@@ -11,8 +11,13 @@ where zram cannot be made, said so):
    ``repeats`` times; per window, how far a run's mean and p99 latency land from the
    runs' mean (the floor no model can beat), with the same completions cut into windows of
    0.25-4 s: how long a window (how many requests) must be to get under 15 %;
-3. per trace -- the three shared traces and synthetic Poisson and H2 traces at 20, 50,
-   80, 95 and 120 % of the device's capacity -- one replay, then both methods' predictions
+3. per mix, the replay path's own capacity (``traces.replay_capacity``: a Poisson trace
+   offered at 3x the model's capacity, replayed; what it serves), which is the
+   reference's capacity for open-loop purposes: the synthetic load levels are fractions of
+   it and the open-loop prediction of the synthetic traces caps the model's curve at it,
+   so that "saturated" means the same for the prediction and the replay;
+4. per trace -- the three shared traces and synthetic Poisson and H2 traces at 20, 50,
+   80, 95 and 120 % of that capacity -- one replay, then both methods' predictions
    compared with it: windows compared, replay drift (whole trace and the worst window),
    mean and p99 latency MRE over unsaturated windows for ``open-loop`` and ``trace-qd``,
    and the saturation flags against the replay falling behind.  Windows where the replay
@@ -51,6 +56,7 @@ from traces.characterize import characterize  # noqa: E402
 from traces.openloop import closed_loop_curves  # noqa: E402
 from traces.predict import device_source, predict_trace  # noqa: E402
 from traces.replay import replay  # noqa: E402
+from traces.replay_capacity import measure_replay_capacity  # noqa: E402
 from traces.synthetic import SyntheticSpec, load_levels, write_synthetic  # noqa: E402
 from traces.validate import compare  # noqa: E402
 
@@ -161,8 +167,8 @@ def print_floor(floor: dict[str, Any], target: float = 0.15) -> None:
 
 
 def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: Path,
-             device: str = DEVICE) -> dict[str, Any]:
-    """One replay of ``trace``, both methods compared with it."""
+             device: str = DEVICE, ceiling: float = 1.0) -> dict[str, Any]:
+    """One replay of ``trace``, both methods compared with it (open-loop capped at ``ceiling``)."""
     rep = replay(trace, target, destroy_data=True, window_s=window_s)
     w = rep.windows
     known = w["window_drift"].dropna().abs()
@@ -171,14 +177,16 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
                            "drift_ok": float((known <= 0.02).mean()) if len(known) else float("nan"),
                            "replay_limited": int(w["replay_limited"].sum())}
     for method in ("open-loop", "trace-qd"):
-        pred, _ = predict_trace(datadir, device, trace, window_s=window_s, method=method)
+        pred, _ = predict_trace(datadir, device, trace, window_s=window_s, method=method,
+                                ceiling=ceiling if method == "open-loop" else 1.0)
         df, summary = compare(pred, rep.windows)
         df.to_csv(out / f"{trace.stem}.{method}.csv", index=False)
         err = summary["errors"]
         tag = "ol" if method == "open-loop" else "qd"
         row[f"{tag}_mean"] = err["latency_mean_us"]["unsaturated"]["mre"]
         row[f"{tag}_p99"] = err["latency_p99_us"]["unsaturated"]["mre"]
-        row["unsaturated"] = err["latency_mean_us"]["unsaturated"]["n"]
+        # windows each method predicted unsaturated (the column printed is the open-loop one's)
+        row[f"{tag}_unsaturated"] = err["latency_mean_us"]["unsaturated"]["n"]
         row["windows"] = int((~df["too_short"]).sum())
         row["sat_windows"] = (summary["saturation"] or {}).get("windows")
         if method == "open-loop":
@@ -187,12 +195,13 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
             title = f"{device} device, {trace.name}"
             plot_validation(df, out / f"{trace.stem}.png", title=title, summary=summary)
             sat = summary["saturation"] or {}
-            row.update(sat_agree=sat.get("agree"), sat_pred=sat.get("predicted"),
-                       sat_meas=sat.get("measured"), utilisation=float(df["utilisation"].max()))
+            row.update(unsaturated=row["ol_unsaturated"], sat_agree=sat.get("agree"),
+                       sat_pred=sat.get("predicted"), sat_meas=sat.get("measured"),
+                       utilisation=float(df["utilisation"].max()))
     return row
 
 
-def run_traces(datadir: DataDir, device: str, target: str, traces: list[tuple[Path, float]],
+def run_traces(datadir: DataDir, device: str, target: str, traces: list[tuple[Path, float, float]],
                out: Path) -> list[dict[str, Any]]:
     """Evaluate every trace and print one line each (the issue's "Done when" columns)."""
     print("  per trace: windows compared, unsaturated, replay-limited (left out); replay drift (whole trace,"
@@ -202,8 +211,8 @@ def run_traces(datadir: DataDir, device: str, target: str, traces: list[tuple[Pa
     print(f"  {'trace':26s} {'win':>4s} {'unsat':>5s} {'lim':>4s} {'drift':>7s} {'worst':>6s} {'<=2%':>5s}"
           f" {'peak u':>6s}  {'OL mean':>7s} {'OL p99':>7s}  {'QD mean':>7s} {'QD p99':>7s}  saturation")
     rows = []
-    for path, window_s in traces:
-        r = evaluate(datadir, path, target, window_s, out, device)
+    for path, window_s, ceiling in traces:
+        r = evaluate(datadir, path, target, window_s, out, device, ceiling)
         rows.append(r)
         print(f"  {r['trace'][:26]:26s} {r['windows']:4d} {r['unsaturated']:5d} {r['replay_limited']:4d}"
               f" {r['drift'] * 100:+6.1f}% {_fmt(r['worst_window_drift'])} {_fmt(r['drift_ok'])}"
@@ -243,23 +252,31 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
         model = ModelRegistry(datadir).load(DEVICE)
         source = device_source(datadir, DEVICE, model)
         synth = out / "synthetic"
-        traces: list[tuple[Path, float]] = [
-            (TESTDATA / "sample.blktrace.0", 0.1),
-            (TESTDATA / "tpcc-small.trace", 0.05),
-            (_cut(TESTDATA / "wsrch-small.trace", plan["wsrch_s"], out / "wsrch-cut.trace"), 1.0),
+        # the shared traces are far below any capacity at their mixes: no ceiling
+        traces: list[tuple[Path, float, float]] = [
+            (TESTDATA / "sample.blktrace.0", 0.1, 1.0),
+            (TESTDATA / "tpcc-small.trace", 0.05, 1.0),
+            (_cut(TESTDATA / "wsrch-small.trace", plan["wsrch_s"], out / "wsrch-cut.trace"), 1.0, 1.0),
         ]
         floor_cap = 0.0
         for wr, size in plan["mixes"]:
             probe_path, _ = write_synthetic(SyntheticSpec(1000, 1.0, "poisson", wr, size), synth)
             probe = characterize(str(probe_path))
-            cap = closed_loop_curves(model, probe.windows, source.loads).curve(0, "value").capacity
-            print(f"  capacity at write ratio {wr:g}, {size // 1024} KiB: {cap:,.0f} IO/s (model)")
+            model_cap = closed_loop_curves(model, probe.windows, source.loads).curve(0, "value").capacity
+            # the replay path's own capacity at this mix: what "saturated" means for a replay
+            # (traces/replay_capacity.py); the load levels and the prediction use it
+            rcap = measure_replay_capacity(ref.path, model_cap, write_ratio=wr, size=size, destroy_data=True)
+            ceiling = rcap.ceiling(model_cap)
+            cap = model_cap * ceiling
+            print(f"  capacity at write ratio {wr:g}, {size // 1024} KiB: {model_cap:,.0f} IO/s (model,"
+                  f" closed loop), {rcap.iops:,.0f} IO/s through the {rcap.lanes}-lane replay path (offered"
+                  f" {rcap.offered_iops:,.0f}): open-loop capacity {cap:,.0f} IO/s ({ceiling * 100:.0f} %)")
             floor_cap = floor_cap or cap
             for process in ("poisson", "h2"):
                 for spec in load_levels(cap, duration_s=plan["synthetic_s"], process=process, write_ratio=wr,
                                         size=size):
                     path, _ = write_synthetic(spec, synth)
-                    traces.append((path, plan["synthetic_window"]))
+                    traces.append((path, plan["synthetic_window"], ceiling))
         floor_spec = SyntheticSpec(0.5 * floor_cap, plan["floor_s"], "poisson", plan["mixes"][0][0],
                                    plan["mixes"][0][1], load=0.5, seed=100)
         floor_trace, _ = write_synthetic(floor_spec, synth)

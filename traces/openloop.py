@@ -108,17 +108,33 @@ def closed_loop_curves(
     return Curves(outstanding.astype(np.float64), iops, p99, ext)
 
 
+def cap_curves(curves: Curves, ceiling: float) -> Curves:
+    """The curves with IO/s capped at ``ceiling`` x each window's capacity (``0 < ceiling <= 1``).
+
+    For a reference whose replay path serves less than the closed-loop sweeps
+    (:mod:`traces.replay_capacity`): the device as the replay reaches it.
+    """
+    if not 0 < ceiling <= 1:
+        raise InvalidInput("the capacity ceiling must be in (0, 1]")
+    if ceiling == 1:
+        return curves
+    iops = {b: np.minimum(x, ceiling * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
+    return Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
+
+
 def predict_open_loop(
     model: PredictsFrame,
     windows: pd.DataFrame,
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
+    ceiling: float = 1.0,
 ) -> pd.DataFrame:
     """Per window: capacity, utilisation, saturation, in-flight count, mean and p99 latency.
 
     ``windows`` is a characterisation table (:mod:`traces.characterize`): workload fields,
     ``window_start_s``/``window_end_s``, ``iops`` (the offered rate) and ``arrival_cv2``.
+    ``ceiling`` caps the device's capacity at that fraction of the model's (:func:`cap_curves`).
     """
-    curves = closed_loop_curves(model, windows, loads)
+    curves = cap_curves(closed_loop_curves(model, windows, loads), ceiling)
     lam = windows["iops"].to_numpy(np.float64)
     ca2 = windows["arrival_cv2"].to_numpy(np.float64) if "arrival_cv2" in windows else np.ones(len(lam))
     ca2 = np.where(np.isfinite(ca2), ca2, 1.0)
@@ -212,10 +228,11 @@ def predict_windows(
     *,
     method: str = "open-loop",
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
+    ceiling: float = 1.0,
 ) -> pd.DataFrame:
-    """Predictions per window by ``method`` (``open-loop`` or ``trace-qd``)."""
+    """Predictions per window by ``method`` (``open-loop`` or ``trace-qd``; ``ceiling``: open-loop only)."""
     if method == "open-loop":
-        return predict_open_loop(model, windows, loads)
+        return predict_open_loop(model, windows, loads, ceiling)
     if method == "trace-qd":
         return predict_trace_qd(model, windows)
     raise InvalidInput(f"unknown method {method!r}; use one of {', '.join(METHODS)}")

@@ -37,6 +37,8 @@ class DeviceCurveSource:
     loads: list[tuple[int, int]]
     correction: UtilisationCorrection | None = None
     notes: list[str] = field(default_factory=list)
+    # the fraction of the model's capacity the device is capped at (traces.replay_capacity)
+    ceiling: float = 1.0
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> DeviceCurveSource:
@@ -62,7 +64,7 @@ def predict_table(
 ) -> pd.DataFrame:
     """The per-window prediction table of a characterised trace."""
     win = char.windows
-    pred = predict_windows(model, win, method=method, loads=source.loads)
+    pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling)
     if method == "open-loop" and source.correction is not None:
         util = pred["utilisation"].to_numpy(np.float64)
         mean_f, p99_f = source.correction.factors(win, util, char.gap_hist)
@@ -152,11 +154,20 @@ def predict_trace(
     method: str = "open-loop",
     model_version: str | None = None,
     registry: ModelRegistry | None = None,
+    ceiling: float = 1.0,
 ) -> tuple[TracePrediction, Characterization]:
-    """Characterise a trace and predict every window on ``device``."""
+    """Characterise a trace and predict every window on ``device``.
+
+    ``ceiling`` (open-loop only) caps the device's capacity at that fraction of the model's:
+    validation on a reference whose replay path serves less than its closed-loop sweeps
+    (:mod:`traces.replay_capacity`).
+    """
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
     char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
     source = device_source(datadir, device, model)
+    if ceiling != 1.0:
+        source.ceiling = ceiling
+        source.notes.append(f"capacity capped at {ceiling * 100:.0f} % of the model's (the replay path's)")
     table = predict_table(model, char, source, method)
     warnings = list(source.notes) if method == "open-loop" else []
     if table["extrapolated"].any():

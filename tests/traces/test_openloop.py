@@ -134,3 +134,20 @@ def test_characterisation_measures_arrival_burstiness() -> None:
         chunk = TraceChunk.build(t, np.zeros(n, bool), np.arange(n) * 4096, np.full(n, 4096))
         win = characterize_chunks(TraceInfo("csv"), [chunk], window_s=0.5).windows
         assert win["arrival_cv2"].to_numpy() == pytest.approx(expected, abs=0.06)
+
+
+def test_a_capacity_ceiling_caps_the_curve_and_moves_saturation() -> None:
+    dev = FakeMMcDevice(MU, 2)
+    cap = 2 * MU
+    lam = [0.5 * cap, 0.8 * cap]
+    free = predict_open_loop(dev, window_table(lam), LOADS)
+    capped = predict_open_loop(dev, window_table(lam), LOADS, ceiling=0.7)
+    assert free["capacity_iops"].tolist() == pytest.approx([cap, cap])
+    assert capped["capacity_iops"].tolist() == pytest.approx([0.7 * cap, 0.7 * cap])
+    # 80 % of the model's capacity is over the capped device's: saturated there only
+    assert free["saturated"].tolist() == [False, False]
+    assert capped["saturated"].tolist() == [False, True]
+    # below the cap, a slower device queues longer
+    assert capped["pred_latency_mean_us"].iloc[0] > free["pred_latency_mean_us"].iloc[0]
+    with pytest.raises(InvalidInput, match="ceiling"):
+        predict_open_loop(dev, window_table(lam), LOADS, ceiling=1.5)

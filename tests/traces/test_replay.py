@@ -158,3 +158,56 @@ def test_a_real_replay_can_be_cut_into_other_window_lengths(tmp_path: Path, fio_
     assert same["latency_mean_us"].to_numpy() == pytest.approx(result.windows["latency_mean_us"].to_numpy())
     with pytest.raises(InvalidInput):
         result.rewindow(0)
+
+
+def test_lane_waits_follow_lindley_per_lane() -> None:
+    from traces.replay import lane_waits
+
+    t = np.arange(8) * 1e-3  # one request a millisecond
+    # one lane, 1.5 ms I/O: each request queues 0.5 ms longer than the one before
+    one = lane_waits(np.full(8, 1.5e-3), t, np.zeros(8, dtype=int))
+    assert one * 1e3 == pytest.approx(np.arange(8) * 0.5)
+    # two lanes alternating: 2 ms between a lane's requests, so 1.5 ms I/O never waits
+    assert lane_waits(np.full(8, 1.5e-3), t, np.arange(8) % 2).max() == 0
+    # replayed at speed 2 the same lane gaps are 1 ms: 0.5 ms more per request again
+    fast = lane_waits(np.full(8, 1.5e-3), t, np.arange(8) % 2, speed=2.0)
+    assert fast[1::2] * 1e3 == pytest.approx(np.arange(4) * 0.5)
+
+
+def test_latency_adds_the_lane_wait_not_the_issue_lateness() -> None:
+    from traces.replay import SHIFT_US, replay_windows
+
+    t = np.linspace(0, 1.0, 401)[:-1]  # 400 IO/s
+    # fio's clock falls 30 us behind per request (its sleeps' overshoot), the lane idle
+    issue = SHIFT_US / 1e6 + t + 30e-6 * np.arange(len(t))
+    log = _fake_log(issue, np.full(len(t), 20e-6))
+    log["lane_wait_us"] = 0.0
+    w = replay_windows(log, t, 1.0, 1.0).iloc[0]
+    assert w["lateness_mean_us"] > 5000  # 6 ms on average: not a wait
+    assert w["latency_mean_us"] == pytest.approx(20.0, abs=0.01)
+    assert not w["latency_includes_wait"]
+    log["lane_wait_us"] = np.where(np.arange(len(t)) % 2 == 0, 100.0, 0.0)
+    w = replay_windows(log, t, 1.0, 1.0).iloc[0]
+    assert w["latency_mean_us"] == pytest.approx(70.0, abs=0.01)
+    assert w["latency_includes_wait"] and w["lane_wait_mean_us"] == pytest.approx(50.0)
+
+
+def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_available: str) -> None:
+    # light: 200 IO/s on 2 lanes; no lane is busy when its next request is due
+    light = replay(str(_trace(tmp_path, n=200, span_s=1.0)), str(tmp_path / "t.img"), window_s=1.0,
+                   size=16 << 20, lanes=2)
+    assert light.log is not None
+    assert (light.log["lane_wait_us"] == 0).all()
+    fio_mean = light.log["lat_ns"].mean() / 1e3
+    n = light.windows["replay_requests"].to_numpy()
+    assert np.sum(light.windows["latency_mean_us"] * n) / n.sum() == pytest.approx(fio_mean, rel=1e-6)
+    # dense: 100 requests 10 us apart on one lane, each I/O longer than that: every one queues
+    path = write_generic(tmp_path / "dense.csv", np.arange(100) * 1e-5, np.zeros(100, bool),
+                         np.arange(100) * 65536, np.full(100, 65536))
+    dense = replay(str(path), str(tmp_path / "t2.img"), window_s=1.0, size=16 << 20, lanes=1)
+    assert dense.log is not None
+    wait = dense.log["lane_wait_us"].to_numpy()
+    assert (np.diff(wait[1:]) > 0).mean() > 0.9  # the wait grows request by request
+    w = dense.windows.iloc[0]
+    assert w["latency_includes_wait"]
+    assert w["latency_mean_us"] == pytest.approx(dense.log["lat_ns"].mean() / 1e3 + wait.mean(), rel=1e-6)
