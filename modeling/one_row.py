@@ -106,8 +106,8 @@ class MaternProcess(Protocol):
     gp_amplitude_: float
 
 
-def matern_slope_row(gp: MaternProcess, x32: np.ndarray, v: np.ndarray, weighted: np.ndarray) -> float:
-    """Twin of ``GaussianProcessModel.slope`` for one row, with vectors instead of matrices."""
+def _matern_distances(gp: MaternProcess, x32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The row's scaled GP coordinates ``q`` and its distance to every training point."""
     q = x32[gp.gp_features_] * gp.gp_factor_
     q -= gp.gp_shift_
     d2 = gp.gp_X_ @ q
@@ -115,7 +115,12 @@ def matern_slope_row(gp: MaternProcess, x32: np.ndarray, v: np.ndarray, weighted
     d2 += gp.gp_train_sq_
     d2 += q @ q
     np.maximum(d2, 0.0, out=d2)
-    r = np.sqrt(d2, out=d2)
+    return q, np.sqrt(d2, out=d2)
+
+
+def matern_slope_row(gp: MaternProcess, x32: np.ndarray, v: np.ndarray, weighted: np.ndarray) -> float:
+    """Twin of ``GaussianProcessModel.slope`` for one row, with vectors instead of matrices."""
+    q, r = _matern_distances(gp, x32)
     if gp.nu == 1.5:  # k'(r)/r = -3 exp(-sqrt(3) r)
         r *= -np.sqrt(3.0)
         g = np.exp(r, out=r)
@@ -135,14 +140,7 @@ def matern_mean_row(gp: MaternProcess, x32: np.ndarray) -> float:
     prediction runs several; the matrix path's blocks and thread pool cost more than
     the kernel on one row.
     """
-    q = x32[gp.gp_features_] * gp.gp_factor_
-    q -= gp.gp_shift_
-    d2 = gp.gp_X_ @ q
-    d2 *= -2.0
-    d2 += gp.gp_train_sq_
-    d2 += q @ q
-    np.maximum(d2, 0.0, out=d2)
-    r = np.sqrt(d2, out=d2)
+    q, r = _matern_distances(gp, x32)
     if gp.nu == 0.5:
         k = np.exp(-r)
     else:
