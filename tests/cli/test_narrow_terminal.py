@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 
@@ -18,6 +20,7 @@ def _cli_at_80_columns(home: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_model_versions_and_devices_are_printed_whole_at_80_columns(home: Path, trained: str) -> None:
     listing = _cli_at_80_columns(home, "models", "list", "--device", "synth")
     devices = _cli_at_80_columns(home, "devices")

@@ -51,6 +51,7 @@ def test_host_names_and_remote_lists() -> None:
             validate_name(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_two_hosts_in_one_command_store_two_devices_in_the_same_order(
         fio_servers: tuple[str, str], datadir: DataDir, tmp_path: Path) -> None:
@@ -71,6 +72,7 @@ def test_two_hosts_in_one_command_store_two_devices_in_the_same_order(
     assert not datadir.catalog.has_device("fleet")  # only the per-host devices exist
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_an_unreachable_host_is_reported_and_the_other_completes(
         fio_servers: tuple[str, str], datadir: DataDir, tmp_path: Path) -> None:
@@ -95,6 +97,7 @@ def test_writer_locks_are_per_host_device(fio_servers: tuple[str, str], datadir:
     assert free.error is None and free.sweep is not None and free.sweep.n_points == 1
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_kill_then_rerun_resumes_every_host_where_it_stopped(
         fio_servers: tuple[str, str], home: Path, tmp_path: Path) -> None:
@@ -126,6 +129,7 @@ def test_kill_then_rerun_resumes_every_host_where_it_stopped(
         assert sorted(frame["seq"]) == [0, 1, 2, 3]  # each point once: resumed, not restarted
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_a_host_lost_mid_sweep_keeps_its_points_and_the_other_completes(
         fio_available: str, datadir: DataDir, tmp_path: Path) -> None:

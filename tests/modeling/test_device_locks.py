@@ -64,6 +64,7 @@ def test_wait_blocks_until_the_holder_is_done(datadir: DataDir) -> None:
     assert waited > 0.5 and said and "busy" in said[0] and "waiting" in said[0]
 
 
+@pytest.mark.slow
 @pytest.mark.fio
 def test_two_identical_sweeps_at_once(home: Path, tmp_path: Path, fio_available: str) -> None:
     """A sweep started while another sweep of the device runs is refused, naming the holder.

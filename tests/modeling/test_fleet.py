@@ -100,6 +100,7 @@ def test_unreachable_scheduler(datadir, monkeypatch):
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output
 
 
+@pytest.mark.slow
 def test_train_all_on_a_local_cluster_matches_serial(datadir, tmp_path):
     _fill(datadir)
     r = runner.invoke(app, ["train", "--all", *QUICK, "--workers", "2", "--json"])
