@@ -197,10 +197,11 @@ def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_ava
     light = replay(str(_trace(tmp_path, n=200, span_s=1.0)), str(tmp_path / "t.img"), window_s=1.0,
                    size=16 << 20, lanes=2)
     assert light.log is not None
-    assert (light.log["lane_wait_us"] == 0).all()
-    fio_mean = light.log["lat_ns"].mean() / 1e3
+    # (a scheduling hiccup on a busy machine may hold one I/O past its successor's arrival)
+    assert (light.log["lane_wait_us"] > 0).mean() <= 0.05
+    per_request = (light.log["lat_ns"] / 1e3 + light.log["lane_wait_us"]).mean()
     n = light.windows["replay_requests"].to_numpy()
-    assert np.sum(light.windows["latency_mean_us"] * n) / n.sum() == pytest.approx(fio_mean, rel=1e-6)
+    assert np.sum(light.windows["latency_mean_us"] * n) / n.sum() == pytest.approx(per_request, rel=1e-6)
     # dense: 100 requests 10 us apart on one lane, each I/O longer than that: every one queues
     path = write_generic(tmp_path / "dense.csv", np.arange(100) * 1e-5, np.zeros(100, bool),
                          np.arange(100) * 65536, np.full(100, 65536))
