@@ -194,8 +194,9 @@ def load_gated_row(model: LoadGate, X32: np.ndarray, runners: Mapping[str, Fast]
 
 _QD, _NJ, _WR = _F["queue_depth"], _F["numjobs"], _F["write_ratio"]
 _SIZE_COLUMNS = (_F["request_size"], _F["read_size"], _F["write_size"])
-_LOAD_LAWS = ("iops", "bandwidth_mib_s", "latency_mean_us")
-"""The metrics read off the monotone envelope along queue depth (see ``settle``)."""
+LOAD_LAWS = ("iops", "bandwidth_mib_s", "latency_mean_us")
+"""The metrics bound by the load laws along queue depth: read off the monotone envelope
+(``physics.settle`` and :func:`settle_row`)."""
 
 
 @dataclass(frozen=True)
@@ -340,7 +341,7 @@ def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStr
     if "bandwidth_mib_s" in values:
         values["bandwidth_mib_s"] = min(values["bandwidth_mib_s"], cap)
     if "iops" in values:
-        bw_implied = values["iops"] * _mean_size(row) / MIB
+        bw_implied = values["iops"] * size / MIB
         slow = min(1.0, cap / max(bw_implied, 1e-12))
         values["iops"] = values["iops"] * slow
         for metric in LATENCY_METRICS:
@@ -514,7 +515,7 @@ def predict_row(
     raw = {}
     values = {}
     for metric in needed_metrics(wanted, device.metrics):
-        on_ladder = metric in _LOAD_LAWS
+        on_ladder = metric in LOAD_LAWS
         raw[metric] = _metric_row(device, metric, st, on_ladder)
         v = raw[metric][0]
         if on_ladder and st.ladder is not None:
@@ -598,6 +599,7 @@ def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[
 
 
 __all__ = [
+    "LOAD_LAWS",
     "derive_row",
     "apply_physics_row",
     "elasticity_row",

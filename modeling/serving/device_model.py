@@ -23,11 +23,10 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
 from modeling.one_row import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, RowLimits, extrapolation_row
-from modeling.one_row import needed_metrics
+from modeling.one_row import LOAD_LAWS, needed_metrics
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
-    LOAD_LAWS,
     Ladder,
     PhysicsLimits,
     apply_physics,

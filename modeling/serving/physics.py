@@ -48,7 +48,6 @@ INTERVAL_GROWTH = 0.5
 MIXES = ("read", "write", "mixed")
 """The bandwidth-cap groups: reads only, writes only, any mix of both."""
 _SIZE_COLUMNS = [_F["request_size"], _F["read_size"], _F["write_size"]]
-_LOAD_COLUMNS = [_F["queue_depth"], _F["numjobs"]]
 
 
 @dataclass(frozen=True)
@@ -181,10 +180,6 @@ def stretch(w: np.ndarray, limits: PhysicsLimits | None) -> Stretch:
     load = oio / outstanding_io(w_eval)
     factors = np.vstack([_field_factors(w, limits).max(axis=1), load, size])
     return Stretch(w_eval, load, size, np.log(np.maximum(factors.max(axis=0), 1.0)))
-
-
-LOAD_LAWS = ("iops", "bandwidth_mib_s", "latency_mean_us")
-"""The metrics bound by the load laws along queue depth (see :func:`settle`)."""
 
 
 @dataclass
@@ -325,10 +320,10 @@ def apply_physics(
         return
     # the load law and Little's law beyond the measured load; the size law beyond the
     # measured size (see the module docstring): IOPS x gain / grow, latency x load / gain x grow
-    oio, size = outstanding_io(w), mean_request_size(w)
+    oio, size, mix = outstanding_io(w), mean_request_size(w), mix_codes(w)
     knee = limits.load_knee
     gain = st.load * (oio / st.load + knee) / (oio + knee) if knee > 0 else 1.0
-    s0 = np.array(limits.size_knees())[mix_codes(w)]
+    s0 = np.array(limits.size_knees())[mix]
     grow = (s0 + size) / (s0 + size / st.size)
     if "iops" in values:
         values["iops"] = values["iops"] * (gain / grow)
@@ -338,7 +333,7 @@ def apply_physics(
         if metric in values:
             values[metric] = values[metric] * (st.load / gain * grow)
     bw_implied = values["iops"] * size / MIB if "iops" in values else None
-    cap = np.array(limits.caps())[mix_codes(w)]
+    cap = np.array(limits.caps())[mix]
     if "bandwidth_mib_s" in values:
         values["bandwidth_mib_s"] = np.minimum(values["bandwidth_mib_s"], cap)
     if bw_implied is not None:
@@ -370,10 +365,10 @@ def order_percentiles(values: dict[str, np.ndarray]) -> None:
     if anchor == ANCHOR and "latency_mean_us" in values:
         values[anchor] = np.maximum(values[anchor], values["latency_mean_us"])
     at = present.index(anchor)
-    for below, above in zip(present[at:], present[at + 1 :], strict=False):
-        values[above] = np.maximum(values[above], values[below])
-    for above, below in zip(present[at::-1], present[at - 1 :: -1] if at else [], strict=False):
-        values[below] = np.minimum(values[below], values[above])
+    for i in range(at + 1, len(present)):
+        values[present[i]] = np.maximum(values[present[i]], values[present[i - 1]])
+    for i in range(at - 1, -1, -1):
+        values[present[i]] = np.minimum(values[present[i]], values[present[i + 1]])
 
 
 def widen(q: Any, distance: np.ndarray) -> Any:

@@ -51,9 +51,9 @@ from modeling.training.laws import choose_laws
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
+"""Fewest distinct measured workloads a device needs to be trained."""
 RUNG_KINDS = ("xgboost", "extra_trees", "cart")
 """The estimator families a further percentile rung may use (compiled trees: cheap to serve)."""
-"""Fewest distinct measured workloads a device needs to be trained."""
 MIN_REGION_ROWS = 16
 """Fewest distinct workloads a region needs for its own model."""
 INTERVAL_LEVEL = 0.9
