@@ -16,7 +16,9 @@ at least 16 (at most 64).  A lane whose previous I/O is still running delays its
 one, which shows up as rate drift.  fio applies no delay before the first I/O of an
 iolog, whatever its timestamp, so each lane's log starts with a 4 KiB read at time 1 us (left
 out of the results) and the trace's timestamps follow, shifted by 1 ms: otherwise a lane
-whose first request comes late in the trace would run early by that much.
+whose first request comes late in the trace would run early by that much.  Each lane's
+log also ends with a read at one common time, 50 ms after the trace's last arrival
+(the lead-out, also left out): a lane that exits while others still replay disturbs them.
 
 Timing: fio waits for each iolog entry *relative to the previous issue*, so a lane that
 is late once stays late, and on a busy machine every wake-up from a sleep is late.
@@ -24,7 +26,10 @@ Measured on this 2-core machine under a load average of 15: 200 entries 1 ms apa
 0.66 s on one lane and 9.2 s on 16 fio threads.  So lanes are processes, not threads
 (threads serialise: 2.9 s instead of 9.2 s), and fio runs at real-time priority
 (``chrt --fifo``) when the process may (root): 0.20 s on 1 lane, 0.20 s on 16.  Without
-it the replay says so in a warning.
+it the replay says so in a warning.  What is left -- each sleep's overshoot, which fio
+never makes up -- is measured by a short calibration replay of the trace's first
+requests and taken off every gap of the real replay's iologs (:mod:`traces.replay_clock`;
+``slip_us`` and ``residual_slip_us`` in the result).
 
 Per window (on the trace's time axis) latency mean and p99 are over the window's requests:
 fio's per-I/O latency plus each request's wait for its lane (``lane_wait_us``): the time
@@ -35,9 +40,10 @@ threads would see it too -- and ``latency_includes_wait`` says whether a window 
 Not the issue lateness against the trace's timestamps (``lateness_mean_us``, kept as a
 diagnostic): fio waits for each iolog entry relative to the previous issue and does not
 make up its sleeps' overshoot (fio 3.33's ``iolog_delay`` compares the overshoot with the
-whole gap, so it is almost never carried forward), so every lane's clock falls behind by
-a few tens of microseconds per entry that slept, with the lane idle.  Measured on zram
-with 16 lanes: wsrch (400 IO/s, 10 s) fell 27 us per entry behind, 8 ms on average and
+whole gap, so it is almost never carried forward), so, uncompensated, every lane's clock
+fell behind by a few tens of microseconds per entry that slept, with the lane idle; even
+compensated, lanes end a few milliseconds apart.  Measured on zram
+with 16 lanes, uncompensated: wsrch (400 IO/s, 10 s) fell 27 us per entry behind, 8 ms on average and
 16 ms at worst by the end, while no lane was ever busy when its next request was due
 (Lindley wait 0); counted as a wait, that lateness made the measured mean latency 1.3-3.4 ms
 against 17-29 us of I/O time in the later windows.
@@ -73,6 +79,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +95,7 @@ from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
 from modeling.workload import MIB
 from traces.model import Trace, TraceChunk
 from traces.reader import open_trace
+from traces.replay_clock import LEAD_OUT_US, MAX_SLIP_US, calibration_prefix, lane_slip, shorten_gaps
 
 DRIFT_WARN = 0.02
 SHIFT_US = 1000
@@ -120,6 +128,9 @@ class ReplayResult:
     # completions can be cut into other window lengths (the noise floor per window length)
     log: pd.DataFrame | None = field(default=None, repr=False)
     trace_time_s: np.ndarray | None = field(default=None, repr=False)
+    # taken off each gap of the lanes' iologs, and what the lanes still slipped (us per entry)
+    slip_us: float = 0.0
+    residual_slip_us: float = float("nan")
 
     def rewindow(self, window_s: float) -> pd.DataFrame:
         """The replay's per-window measurements with windows of ``window_s`` (same completions)."""
@@ -139,6 +150,8 @@ class ReplayResult:
             "trace_rate_iops": self.trace_rate,
             "replay_rate_iops": self.replay_rate,
             "rate_drift": self.drift,
+            "slip_compensation_us": self.slip_us,
+            "residual_slip_us": self.residual_slip_us if np.isfinite(self.residual_slip_us) else None,
             "warnings": self.warnings,
             "windows": self.windows.to_dict(orient="records"),
         }
@@ -222,15 +235,22 @@ def write_iolog(
     speed: float = 1.0,
     t0: float | None = None,
     lead_in: int | None = None,
+    slip_us: float = 0.0,
+    lead_out_us: int | None = None,
 ) -> None:
     """Write requests as a fio v3 iolog (timestamps in us from ``t0``, divided by ``speed``).
 
     ``lead_in`` (bytes) starts the log with a read of that size at offset 0 and time 1 us:
     fio issues a log's first entry at once, whatever its timestamp, so without it a lane
-    whose first request comes late in the trace would run early by that much.
+    whose first request comes late in the trace would run early by that much.  With
+    ``lead_in``, ``lead_out_us`` ends the log with a read of the same size at that time
+    (or at the last entry's, if later), and ``slip_us`` shortens every positive gap by
+    that much (:mod:`traces.replay_clock`).
     """
     start = c.time_s[0] if t0 is None else t0
     t_us = np.round((c.time_s - start) * 1e6 / speed).astype(np.int64) + SHIFT_US
+    if lead_in:
+        t_us = shorten_gaps(t_us, slip_us, start_us=1)
     op = np.where(c.is_write, "write", "read")
     with open(out, "w") as fh:
         fh.write(f"fio version 3 iolog\n0 {target} add\n0 {target} open\n")
@@ -242,7 +262,11 @@ def write_iolog(
             f"{t} {target} {o} {a} {s}\n"
             for t, o, a, s in zip(t_us.tolist(), op.tolist(), c.offset.tolist(), c.size.tolist(), strict=True)
         )
-        fh.write(f"{int(t_us[-1]) if len(t_us) else 0} {target} close\n")
+        end = int(t_us[-1]) if len(t_us) else 0
+        if lead_in and lead_out_us is not None:
+            end = max(end, int(lead_out_us))
+            fh.write(f"{end} {target} read 0 {lead_in}\n")
+        fh.write(f"{end} {target} close\n")
 
 
 def read_lat_log(path: Path) -> pd.DataFrame:
@@ -384,6 +408,67 @@ def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None) -> lis
     return [why] if why else []
 
 
+def _run_lanes(
+    c: TraceChunk, target: str, lanes: int, *, speed: float, align: int, slip_us: float, tmp: Path,
+    tag: str, timeout: float, fio: str | None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """One fio run of ``c`` dealt round-robin to ``lanes``: fio's per-I/O log and each row's ``index``."""
+    n = len(c)
+    # every lane ends at the same time, after the trace's last arrival (traces/replay_clock.py)
+    lead_out = int(round((c.time_s[-1] - c.time_s[0]) * 1e6 / speed)) + SHIFT_US + LEAD_OUT_US
+    job = ""
+    for lane in range(lanes):
+        log = tmp / f"{tag}{lane}.iolog"
+        write_iolog(
+            c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]),
+            lead_in=align, slip_us=slip_us, lead_out_us=lead_out,
+        )
+        job += (
+            f"[{tag}{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
+            f"write_lat_log={tmp / f'{tag}{lane}'}\nlog_offset=1\n"
+        )
+    warnings = _run_replay_fio(job, tmp, timeout, fio)
+    parts = []
+    for lane in range(lanes):
+        logs = sorted(tmp.glob(f"{tag}{lane}_lat.*.log"))
+        if not logs:
+            raise NoData(f"fio wrote no latency log for replay lane {lane}")
+        mine = len(range(lane, n, lanes))
+        # without the lead-in read (first) and the lead-out read (after the lane's requests)
+        part = read_lat_log(logs[0]).iloc[1 : 1 + mine].reset_index(drop=True)
+        part["index"] = lane + lanes * np.arange(len(part))  # psync: log order = issue order
+        parts.append(part)
+    lat = pd.concat(parts, ignore_index=True)
+    if not len(lat):
+        raise NoData("fio completed no I/O during the replay")
+    return lat[lat["index"] < n].sort_values("index").reset_index(drop=True), warnings
+
+
+def _measured_slip(lat: pd.DataFrame, c: TraceChunk, lanes: int, speed: float) -> float:
+    """The lanes' slip per sleeping entry in a run (us; :func:`traces.replay_clock.lane_slip`)."""
+    index = lat["index"].to_numpy()
+    # fio logs whole milliseconds (floored): half a millisecond back makes the times unbiased
+    issue_s = (lat["time_ms"].to_numpy(np.float64) + 0.5) / 1e3 - lat["lat_ns"].to_numpy(np.float64) / 1e9
+    return lane_slip(issue_s, c.time_s[index] - c.time_s[0], index % lanes, speed)
+
+
+def _calibrate_slip(c: TraceChunk, lanes: int, speed: float, run: Any) -> tuple[float, list[str]]:
+    """The slip to take off each gap: measured on a replay of the trace's first requests, uncompensated."""
+    m = calibration_prefix(c, lanes, speed)
+    if not m:
+        return 0.0, []  # too sparse for the slip to matter (traces/replay_clock.py)
+    lat, warnings = run(c.take(slice(0, m)), slip_us=0.0, tag="cal")
+    measured = _measured_slip(lat, c, lanes, speed)
+    if not np.isfinite(measured):
+        return 0.0, warnings
+    if measured > MAX_SLIP_US:
+        warnings.append(
+            f"the replay's lanes slipped {measured:.0f} us per entry in the calibration run; "
+            f"compensating {MAX_SLIP_US:.0f} us: the machine is too busy to keep the trace's clock"
+        )
+    return float(min(max(measured, 0.0), MAX_SLIP_US)), warnings
+
+
 def replay(
     trace_path: str | Path,
     target: str,
@@ -398,16 +483,21 @@ def replay(
     timeout: float = 3600.0,
     fio: str | None = None,
     catalog: Catalog | None = None,
+    slip_us: float | None = None,
 ) -> ReplayResult:
     """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH).
 
     ``catalog`` lets the product's own scratch files be replayed on and records a file
     target created here as one (see :func:`collectors.targets.claim_target`).
+    ``slip_us`` is taken off every positive gap of the lanes' iologs; None measures it
+    first with a short calibration replay of the trace's start (:mod:`traces.replay_clock`).
     """
     if not 0.01 <= speed <= 100:
         raise InvalidInput("speed must be between 0.01 and 100")
     if lanes is not None and not 1 <= lanes <= MAX_LANES:
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
+    if slip_us is not None and not 0 <= slip_us <= MAX_SLIP_US:
+        raise InvalidInput(f"slip_us must be between 0 and {MAX_SLIP_US:g}")
     trace = open_trace(trace_path, fmt)
     target_size, warnings = _prepare_target(target, destroy_data, size, catalog)
     align = max(logical_block_size(target), 4096)
@@ -420,30 +510,13 @@ def replay(
     workdirs = Path(tempfile.gettempdir())
     remove_stale_workdirs(workdirs, WORKDIR_PREFIX)  # left by replays killed before their cleanup
     with owned_workdir(workdirs, WORKDIR_PREFIX) as tmp:
-        job = ""
-        for lane in range(lanes):
-            log = Path(tmp) / f"lane{lane}.iolog"
-            write_iolog(
-                c.take(slice(lane, None, lanes)), target, log, speed=speed, t0=float(c.time_s[0]),
-                lead_in=align,
-            )
-            job += (
-                f"[lane{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
-                f"write_lat_log={Path(tmp) / f'lane{lane}'}\nlog_offset=1\n"
-            )
-        warnings += _run_replay_fio(job, Path(tmp), timeout, fio)
-        parts = []
-        for lane in range(lanes):
-            logs = sorted(Path(tmp).glob(f"lane{lane}_lat.*.log"))
-            if not logs:
-                raise NoData(f"fio wrote no latency log for replay lane {lane}")
-            part = read_lat_log(logs[0]).iloc[1:].reset_index(drop=True)  # without the lead-in read
-            part["index"] = lane + lanes * np.arange(len(part))  # psync: log order = issue order
-            parts.append(part)
-    lat = pd.concat(parts, ignore_index=True)
-    if not len(lat):
-        raise NoData("fio completed no I/O during the replay")
-    lat = lat[lat["index"] < n].sort_values("index").reset_index(drop=True)
+        run = partial(_run_lanes, target=target, lanes=lanes, speed=speed, align=align, tmp=Path(tmp),
+                      timeout=timeout, fio=fio)
+        if slip_us is None:
+            slip_us, found = _calibrate_slip(c, lanes, speed, run)
+            warnings += [w for w in found if w not in warnings]
+        lat, found = run(c, slip_us=slip_us, tag="lane")
+        warnings += [w for w in found if w not in warnings]
     trace_time = c.time_s[lat["index"].to_numpy()]
     lane_of = lat["index"].to_numpy() % lanes
     lat_s = lat["lat_ns"].to_numpy(np.float64) / 1e9
@@ -470,5 +543,6 @@ def replay(
             f"({replay_rate:.0f} vs {trace_rate:.0f} IO/s at speed {speed:g})"
         )
     return ReplayResult(
-        target, n, speed, lanes, trace_rate, replay_rate, drift, windows, warnings, lat, trace_time
+        target, n, speed, lanes, trace_rate, replay_rate, drift, windows, warnings, lat, trace_time,
+        slip_us=float(slip_us), residual_slip_us=_measured_slip(lat, c, lanes, speed),
     )

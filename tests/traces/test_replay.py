@@ -50,7 +50,7 @@ def test_max_outstanding_from_latencies(tmp_path: Path) -> None:
 def test_replay_on_temp_file_measures_windows(tmp_path: Path, fio_available: str) -> None:
     path = _trace(tmp_path)
     target = tmp_path / "target.img"
-    result = replay(str(path), str(target), window_s=0.5, size=16 << 20, lanes=4)
+    result = replay(str(path), str(target), window_s=0.5, size=16 << 20, lanes=4, slip_us=0.0)
     assert result.requests == 300 and result.lanes == 4
     assert result.windows["replay_requests"].sum() == 300
     assert len(result.windows) in (3, 4)
@@ -148,7 +148,8 @@ def test_window_drift_is_the_slope_and_who_fell_behind() -> None:
 
 def test_a_real_replay_can_be_cut_into_other_window_lengths(tmp_path: Path, fio_available: str) -> None:
     path = _trace(tmp_path, n=200, span_s=1.0)
-    result = replay(str(path), str(tmp_path / "t.img"), window_s=0.5, size=16 << 20, lanes=2)
+    # no slip calibration (tests/traces/test_replay_clock.py): windows are the point here
+    result = replay(str(path), str(tmp_path / "t.img"), window_s=0.5, size=16 << 20, lanes=2, slip_us=0.0)
     for length in (0.25, 1.0):
         cut = result.rewindow(length)
         assert cut["replay_requests"].sum() == 200
@@ -194,8 +195,9 @@ def test_latency_adds_the_lane_wait_not_the_issue_lateness() -> None:
 
 def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_available: str) -> None:
     # light: 200 IO/s on 2 lanes; no lane is busy when its next request is due
+    # (no slip calibration, tested in tests/traces/test_replay_clock.py: waits are the point here)
     light = replay(str(_trace(tmp_path, n=200, span_s=1.0)), str(tmp_path / "t.img"), window_s=1.0,
-                   size=16 << 20, lanes=2)
+                   size=16 << 20, lanes=2, slip_us=0.0)
     assert light.log is not None
     # a request waits exactly when its lane's previous request (its wait plus its I/O)
     # outlasted the 10 ms between the two; on a quiet machine none does, on a loaded CI
@@ -214,7 +216,7 @@ def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_ava
     # dense: 100 requests 10 us apart on one lane, each I/O longer than that: every one queues
     path = write_generic(tmp_path / "dense.csv", np.arange(100) * 1e-5, np.zeros(100, bool),
                          np.arange(100) * 65536, np.full(100, 65536))
-    dense = replay(str(path), str(tmp_path / "t2.img"), window_s=1.0, size=16 << 20, lanes=1)
+    dense = replay(str(path), str(tmp_path / "t2.img"), window_s=1.0, size=16 << 20, lanes=1, slip_us=0.0)
     assert dense.log is not None
     wait = dense.log["lane_wait_us"].to_numpy()
     assert (np.diff(wait[1:]) > 0).mean() > 0.9  # the wait grows request by request
