@@ -175,7 +175,9 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
     row: dict[str, Any] = {"trace": trace.stem, "requests": rep.requests, "drift": rep.drift,
                            "worst_window_drift": float(known.max()) if len(known) else float("nan"),
                            "drift_ok": float((known <= 0.02).mean()) if len(known) else float("nan"),
-                           "replay_limited": int(w["replay_limited"].sum())}
+                           "replay_limited": int(w["replay_limited"].sum()),
+                           # the gap compensation (traces/replay_clock.py) and what the lanes still slipped
+                           "slip_us": rep.slip_us, "residual_slip_us": rep.residual_slip_us}
     for method in ("open-loop", "trace-qd"):
         pred, _ = predict_trace(datadir, device, trace, window_s=window_s, method=method,
                                 ceiling=ceiling if method == "open-loop" else 1.0)
