@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from collections.abc import Iterator
@@ -10,8 +11,18 @@ import pytest
 
 from modeling.store import DataDir
 from service.config import get_settings
+from threadpoolctl import threadpool_limits
 
 pytest_plugins = ("tests.device_fixtures",)
+
+# One BLAS/OpenMP thread per test process: `make test` starts one xdist worker per core, and
+# a thread pool per worker on top puts two spinning threads on each core (on a loaded 2-core
+# machine a 72-row Gaussian-process fit took 5-10x longer so). The pools loaded so far are
+# limited here, those loaded later (xgboost's OpenMP) and subprocesses by the variables;
+# the server does the same (service/config.py blas_threads).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+threadpool_limits(limits=1)
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_DATA = Path(__file__).resolve().parent / "data"

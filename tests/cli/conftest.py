@@ -6,6 +6,6 @@ folder, so the CLI tests run on exactly the data the modeling tests use.
 
 from __future__ import annotations
 
-from tests.modeling.conftest import device_with_data, synthetic, trained
+from tests.modeling.conftest import device_with_data, synthetic, trained, trained_template
 
-__all__ = ["device_with_data", "synthetic", "trained"]
+__all__ = ["device_with_data", "synthetic", "trained", "trained_template"]

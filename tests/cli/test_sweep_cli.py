@@ -116,7 +116,7 @@ def test_target_or_nvmeof_is_required() -> None:
 @pytest.mark.fio
 def test_cli_sweep_with_repeats_prints_the_noise(tmp_path: Path, fio_available: str) -> None:
     result = CliRunner().invoke(app, ["sweep", "--device", "r", "--target", str(tmp_path / "t.img"),
-                                      "--size", "16MiB", "--runtime", "500ms", "--points", "1",
+                                      "--size", "16MiB", "--runtime", "200ms", "--points", "1",
                                       "--repeats", "2", "--sizes", "4k"])
     assert result.exit_code == 0, result.output
     assert "2/2 points stored" in result.output and "repeat CV iops" in result.output
@@ -126,7 +126,7 @@ def test_cli_sweep_with_repeats_prints_the_noise(tmp_path: Path, fio_available: 
 def test_adaptive_plan_adds_points_where_the_model_is_unsure(tmp_path: Path, home: Path,
                                                              fio_available: str) -> None:
     base = ["sweep", "--device", "a", "--target", str(tmp_path / "t.img"), "--size", "16MiB",
-            "--runtime", "500ms", "--json"]
+            "--runtime", "200ms", "--json"]
     first = CliRunner().invoke(app, [*base, "--plan", "lhs", "--budget", "3"])
     assert first.exit_code == 0, first.output
     second = CliRunner().invoke(app, [*base, "--plan", "adaptive", "--budget", "2"])

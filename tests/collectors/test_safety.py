@@ -22,7 +22,7 @@ def test_sweep_refuses_loop_device_with_filesystem_and_leaves_it_untouched(
     dev = make_loop(mkfs_ext4)
     before = sha256_of(dev)
     with pytest.raises(UnsafeTarget) as err:
-        run_sweep(datadir, "loopfs", tiny_plan(1), SweepSettings(target=dev, runtime="500ms", size="16MiB"))
+        run_sweep(datadir, "loopfs", tiny_plan(1), SweepSettings(target=dev, runtime="200ms", size="16MiB"))
     message = str(err.value)
     assert "ext4" in message and "--destroy-data" in message and dev in message
     assert sha256_of(dev) == before
@@ -54,7 +54,7 @@ def test_blank_loop_device_is_swept(make_loop, datadir: DataDir, fio_available: 
     dev = make_loop()
     assert check_target(dev).kind == "block"
     sweep = run_sweep(datadir, "loopblank", tiny_plan(1),
-                      SweepSettings(target=dev, runtime="500ms", size="16MiB"))
+                      SweepSettings(target=dev, runtime="200ms", size="16MiB"))
     assert sweep.status == "complete" and sweep.n_points == 1
     assert datadir.catalog.measurements("loopblank")["iops"].iloc[0] > 0
 
@@ -64,7 +64,7 @@ def test_destroy_data_allows_a_device_with_a_filesystem(make_loop, datadir: Data
                                                         fio_available: str) -> None:
     dev = make_loop(mkfs_ext4)
     sweep = run_sweep(datadir, "loopforce", tiny_plan(1),
-                      SweepSettings(target=dev, runtime="500ms", size="8MiB", destroy_data=True))
+                      SweepSettings(target=dev, runtime="200ms", size="8MiB", destroy_data=True))
     assert sweep.n_points == 1
 
 

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.fio
 
 
 def _settings(tmp_path: Path, **kw: object) -> SweepSettings:
-    options: dict = {"target": str(tmp_path / "t.img"), "runtime": "500ms", "size": "16MiB", **kw}
+    """A 16 MiB file swept at 200 ms a point: these tests need completed runs, not steady numbers."""
+    options: dict = {"target": str(tmp_path / "t.img"), "runtime": "200ms", "size": "16MiB", **kw}
     return SweepSettings(**options)
 
 
@@ -153,7 +154,8 @@ def test_bad_settings_and_missing_fio(datadir: DataDir, tmp_path: Path) -> None:
 
 
 def test_settings_are_parsed_once_into_typed_values(tmp_path: Path) -> None:
-    s = _settings(tmp_path, ramp="250ms", offset="1MiB", steady_state_window=2, engine="auto")
+    s = _settings(tmp_path, runtime="500ms", ramp="250ms", offset="1MiB", steady_state_window=2,
+                  engine="auto")
     timing = (s.runtime_ms, s.ramp_ms, s.steady_state_window_ms, s.steady_state_max_ms)
     assert timing == (500, 250, 2000, 30000)
     assert (s.size_bytes, s.offset_bytes) == (16 << 20, 1 << 20) and s.engine is None

@@ -90,7 +90,7 @@ def test_an_unreachable_host_is_reported_and_the_other_completes(
 def test_writer_locks_are_per_host_device(fio_servers: tuple[str, str], datadir: DataDir,
                                           tmp_path: Path) -> None:
     first, second = fio_servers
-    settings = SweepSettings(target=str(tmp_path / "t.img"), runtime="1s", size="8MiB", remote=first)
+    settings = SweepSettings(target=str(tmp_path / "t.img"), runtime="200ms", size="8MiB", remote=first)
     with datadir.device_lock(host_device("d", first), "train"):
         busy, free = run_multihost(datadir, "d", tiny_plan(1), settings, [first, second])
     assert busy.sweep is None and busy.error is not None and "busy" in busy.error.lower()

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.fio
 
 def test_remote_sweep_through_fio_server(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:
     target = tmp_path / "remote.img"
-    settings = SweepSettings(target=str(target), runtime="500ms", size="16MiB", remote=fio_server)
+    settings = SweepSettings(target=str(target), runtime="200ms", size="16MiB", remote=fio_server)
     sweep = run_sweep(datadir, "far", tiny_plan(2), settings)
     assert sweep.status == "complete" and sweep.n_points == 2
     assert target.exists()  # the server laid the file out, not us
@@ -37,7 +37,7 @@ def test_remote_block_device_needs_destroy_data(fio_server: str, datadir: DataDi
 
 def test_csd_internal_path(fio_server: str, datadir: DataDir, tmp_path: Path) -> None:
     settings = SweepSettings(target="/dev/csd-host-side", internal_target=str(tmp_path / "in-drive.img"),
-                             runtime="500ms", size="16MiB", remote=fio_server, csd_path="internal",
+                             runtime="200ms", size="16MiB", remote=fio_server, csd_path="internal",
                              device_class="csd")
     sweep = run_sweep(datadir, "csd0", tiny_plan(1), settings)
     assert sweep.n_points == 1 and (tmp_path / "in-drive.img").exists()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -81,13 +83,28 @@ def device_with_data(datadir: DataDir, synthetic: pd.DataFrame) -> str:
     return "synth"
 
 
-@pytest.fixture
-def trained(datadir: DataDir, device_with_data: str) -> str:
-    """``synth`` with one trained, active model version; returns the version."""
+@pytest.fixture(scope="session")
+def trained_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A data directory where ``synth`` holds the synthetic rows and one trained, active model
+    version (trained once per worker: about 1.5 s each, in some thirty tests); and the version."""
     from modeling.training.train import train_device
 
-    mv = train_device(datadir, device_with_data, folds=3, candidates=fast_candidates())
-    return mv.version
+    root = tmp_path_factory.mktemp("synth-trained")
+    datadir = DataDir(root)
+    datadir.catalog.ensure_device("synth")
+    rows = synthetic_rows().to_dict("records")
+    datadir.catalog.add_measurements("synth", rows, info={"fio_version": "fio-3.33"})
+    mv = train_device(datadir, "synth", folds=3, candidates=fast_candidates())
+    return root, mv.version
+
+
+@pytest.fixture
+def trained(trained_template: tuple[Path, str], home: Path) -> str:
+    """``synth`` with one trained, active model version, copied into this test's data
+    directory (which the test may change freely); returns the version."""
+    root, version = trained_template
+    shutil.copytree(root, home, dirs_exist_ok=True)
+    return version
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -22,7 +22,7 @@ from modeling.training.selection import Candidate, _c
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io
 from tests.modeling.conftest import synthetic_rows
-from tests.modeling.test_physics import with_percentiles
+from tests.modeling.test_physics import SMALL_GRID, with_percentiles
 
 FAMILIES: dict[str, Candidate] = {
     "cart": _c("extended", "cart", min_samples_leaf=1, linear_base=True),
@@ -39,10 +39,12 @@ def test_every_estimator_family_is_covered() -> None:
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def family_model(request: pytest.FixtureRequest) -> DeviceModel:
-    rows = with_percentiles(synthetic_rows(noise=0.1, seed=1))
     # region models (the scope choices) come from the cheap families; a Gaussian process
-    # per region and metric would cost minutes and exercise the same row path
+    # per region and metric would cost minutes and exercise the same row path. The Gaussian
+    # processes also learn from the smaller grid (72 rows, not 128: a third of the time),
+    # which the workloads below exceed in load and size just the same
     slow = request.param in ("gp", "load_gated")
+    rows = with_percentiles(synthetic_rows(noise=0.1, seed=1, grid=SMALL_GRID if slow else None))
     model, _ = fit_device_model(rows, folds=2, candidates=[FAMILIES[request.param]], regions=not slow)
     return model
 

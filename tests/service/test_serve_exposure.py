@@ -16,7 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.config import is_loopback_host
+from typer.testing import CliRunner
+
+from service.cli.main import app
+from service.config import get_settings, is_loopback_host
 from tests.conftest import REPO
 from tests.device_fixtures import free_port
 
@@ -46,16 +49,11 @@ def _nothing_listens(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-@pytest.mark.parametrize(
-    ("args", "env_host"),
-    [(("--host", "0.0.0.0"), None), (("--host", "::"), None), ((), "0.0.0.0")],
-    ids=["flag-any-ipv4", "flag-any-ipv6", "env-any-ipv4"],
-)
-def test_exposed_address_without_token_is_refused_before_binding(
-    home: Path, args: tuple[str, ...], env_host: str | None
-) -> None:
+def test_exposed_address_without_token_is_refused_before_binding(home: Path) -> None:
+    """In a real process (one address: each start costs 2-8 s of imports; the ways of
+    naming an exposed address are all checked in-process below)."""
     port = free_port()
-    proc = _serve(home, *args, "--port", str(port), env_host=env_host)
+    proc = _serve(home, "--port", str(port), env_host="0.0.0.0")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, (out, err)
     lines = err.strip().splitlines()
@@ -64,6 +62,31 @@ def test_exposed_address_without_token_is_refused_before_binding(
     assert "SSDPREDICT_API_TOKEN" in lines[0] and "--insecure" in lines[0]
     assert "serving on" not in out
     assert _nothing_listens(port)
+    assert not home.exists(), "the refusal must come before the data directory is touched"
+
+
+@pytest.mark.parametrize(
+    ("args", "env_host"),
+    [(("--host", "0.0.0.0"), None), (("--host", "::"), None), ((), "0.0.0.0")],
+    ids=["flag-any-ipv4", "flag-any-ipv6", "env-any-ipv4"],
+)
+def test_every_exposed_address_is_refused_before_serving(
+    home: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], env_host: str | None
+) -> None:
+    import uvicorn
+
+    def no_server(*a: object, **kw: object) -> None:
+        raise AssertionError("uvicorn must not start")
+
+    monkeypatch.setattr(uvicorn, "run", no_server)
+    if env_host is not None:
+        monkeypatch.setenv("SSDPREDICT_HOST", env_host)
+    get_settings.cache_clear()
+    res = CliRunner().invoke(app, ["serve", *args, "--port", str(free_port())])
+    assert res.exit_code == 2, res.output
+    assert "refusing to serve" in res.output
+    assert "SSDPREDICT_API_TOKEN" in res.output and "--insecure" in res.output
+    assert "serving on" not in res.output
     assert not home.exists(), "the refusal must come before the data directory is touched"
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from modeling.store import DataDir
-from modeling.training.train import train_device
 from service.config import get_settings
+from tests.service.utils import quick_train
 
 
 def synthetic_rows() -> list[dict[str, float]]:
@@ -37,12 +37,13 @@ def synthetic_rows() -> list[dict[str, float]]:
 
 @pytest.fixture(scope="module")
 def trained_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory holding device ``synth`` with an active model."""
+    """A data directory holding device ``synth`` with an active model (CART only: the default
+    candidates took about 10 s per module and worker, for plumbing tests)."""
     root = tmp_path_factory.mktemp("trained-home")
     d = DataDir(root)
     d.catalog.ensure_device("synth")
     d.catalog.add_measurements("synth", synthetic_rows())
-    train_device(d, "synth", folds=2)
+    quick_train(d, "synth")
     return root
 
 
