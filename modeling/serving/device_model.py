@@ -228,9 +228,9 @@ class DeviceModel:
         lo, hi = np.zeros(n), np.full(n, np.inf)
         found = False
         for scope, rows in self._scope_rows(spec, ctx.codes, ctx.model, metric).items():
-            b = spec.scopes[scope].bounds(ctx.features)
+            b = ctx.bounds(spec.scopes[scope], None if isinstance(rows, slice) else rows)
             if b is not None:
-                lo[rows], hi[rows] = b[0][rows], b[1][rows]
+                lo[rows], hi[rows] = b
                 found = True
         return (lo, hi) if found else None
 
@@ -259,11 +259,11 @@ class DeviceModel:
             names = np.empty(n, dtype=object)
             for scope, rows in scope_of_row.items():
                 sm, own = base.scopes[scope], spec.scopes.get(scope)
-                value[rows] = ctx.predict(source, sm)[rows]
+                value[rows] = ctx.predict(source, sm, rows)
                 q[rows] = own.q if own is not None else np.nan
                 if spec.mode == "derived" and own is not None:
                     factor[rows] = own.scale
-                extrap[rows] |= ctx.outside(sm)[rows]
+                extrap[rows] |= ctx.outside(sm, rows)
                 names[rows] = scope
         if spec.mode == "derived":
             value = derive_metric(metric, value, w) * factor
@@ -395,16 +395,24 @@ class _Context:
     done: dict[str, Any] = field(default_factory=dict)
     ranges: dict[int, np.ndarray] = field(default_factory=dict)
 
-    def predict(self, metric: str, sm: ScopeModel) -> np.ndarray:
-        """A scope model's raw prediction for every row (each model runs once per call)."""
+    def predict(self, metric: str, sm: ScopeModel, rows: np.ndarray | None = None) -> np.ndarray:
+        """A scope model's raw prediction for every row, or for the rows it answers for.
+
+        Each model runs once per call, on its own rows only: a scope's rows are the same
+        whichever metric asks (they follow the base metric's scope choice).
+        """
         key = (metric, sm.scope)
         if key not in self.cache:
-            self.cache[key] = sm.predict(self.features)
+            self.cache[key] = sm.predict(self.features if rows is None else _RowsOf(self.features, rows))
         return self.cache[key]
 
-    def outside(self, sm: ScopeModel) -> np.ndarray:
-        """Rows with a field outside the range the scope's model was trained on."""
+    def bounds(self, sm: ScopeModel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`ScopeModel.bounds` at every row, or at the rows the scope answers for."""
+        return sm.bounds(self.features if rows is None else _RowsOf(self.features, rows))
+
+    def outside(self, sm: ScopeModel, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows with a field outside the range the scope's model was trained on (of ``rows``)."""
         hit = self.ranges.get(id(sm))
         if hit is None:
-            hit = self.ranges[id(sm)] = sm.outside(self.asked)
+            hit = self.ranges[id(sm)] = sm.outside(self.asked if rows is None else self.asked[rows])
         return hit
