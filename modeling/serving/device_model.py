@@ -319,7 +319,9 @@ class DeviceModel:
         """Rows per scope model (a slice when one model answers for all)."""
         n = len(codes)
         by_scope: dict[str, list[int]] = {}
-        for code in np.unique(codes).tolist() if n else [0]:
+        # on a micro-batch's few rows a set of plain ints is cheaper than np.unique
+        present = (sorted(set(codes.tolist())) if n <= 256 else np.unique(codes).tolist()) if n else [0]
+        for code in present:
             by_scope.setdefault(self._scope_for(base, code, model, metric), []).append(code)
         if len(by_scope) == 1:
             return {next(iter(by_scope)): slice(0, n)}
