@@ -105,13 +105,12 @@ class ForestCells:
 
     def __init__(self, trees: list[Any]) -> None:
         d = int(trees[0].n_features)
-        cuts: list[set[float]] = [set() for _ in range(d)]
-        for tree in trees:
-            inner = tree.children_left != -1
-            for f, t in zip(tree.feature[inner].tolist(), tree.threshold[inner].tolist(), strict=True):
-                cuts[f].add(t)
-        self.used = [f for f in range(d) if cuts[f]]
-        self.thresholds = [np.array(sorted(cuts[f]), dtype=np.float64) for f in self.used]
+        inner = [tree.children_left != -1 for tree in trees]
+        feature = np.concatenate([tree.feature[i] for tree, i in zip(trees, inner, strict=True)])
+        threshold = np.concatenate([tree.threshold[i] for tree, i in zip(trees, inner, strict=True)])
+        cuts = [np.unique(threshold[feature == f]).astype(np.float64) for f in range(d)]
+        self.used = [f for f in range(d) if len(cuts[f])]
+        self.thresholds = [cuts[f] for f in self.used]
         sizes = [len(th) + 1 for th in self.thresholds]
         self.strides = [int(np.prod(sizes[i + 1 :], dtype=np.float64)) for i in range(len(sizes))]
         # the flat cell index must fit an int64
