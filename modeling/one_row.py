@@ -322,6 +322,31 @@ def settle_row(
     return math.exp(a * (1.0 - frac) + b * frac) * scale
 
 
+def needed_rungs_row(
+    metric: str, lo: Sequence[float], hi: Sequence[float], own: float, row: Sequence[float], lad: Any
+) -> list[int]:
+    """Twin of ``physics.needed_rungs`` for one workload: the ladder rows worth evaluating.
+
+    ``lo`` and ``hi`` bound the metric at the ladder's measured depths ``lad.depths``
+    (the first ``lad.rungs``), ``own`` is its value at the workload ``row``, ``lad.at``
+    the row's :func:`ladder_position`.  The workload's own rung (at a measured depth)
+    is never listed: its value is ``own``.
+    """
+    low, _, frac = lad.at
+    nj = row[_NJ]
+    own_rung = low if lad.own_included and frac == 0.0 else -1
+    if metric == "latency_mean_us":  # a running maximum: the running minimum of its negative
+        lo_key = [-v for v in hi[: lad.rungs]]
+        hi_key = [-v for v in lo[: lad.rungs]]
+        own_key = -own
+    else:
+        lo_key = [v / (d * nj) for v, d in zip(lo, lad.depths[: lad.rungs], strict=False)]
+        hi_key = [v / (d * nj) for v, d in zip(hi, lad.depths[: lad.rungs], strict=False)]
+        own_key = own / (row[_QD] * nj)
+    bound = min([own_key if own_rung >= 0 else math.inf, *hi_key[: low + 1]])
+    return [j for j in range(lad.rungs) if j != own_rung and not lo_key[j] > bound]
+
+
 def apply_physics_row(values: dict[str, float], row: Sequence[float], st: RowStretch, lim: RowLimits) -> None:
     """Twin of ``physics.apply_physics`` for one workload, in place."""
     wr = row[_WR]
@@ -395,6 +420,8 @@ class Scope(Protocol):
 
     def predict(self, features: Any) -> np.ndarray: ...
 
+    def bounds(self, features: Any) -> tuple[np.ndarray, np.ndarray] | None: ...
+
     def outside_row(self, row: list[float]) -> bool: ...
 
 
@@ -446,8 +473,10 @@ class _LadderFeatures:
     last of the depths, that row is its own and is not repeated (``own_included``).
     """
 
-    def __init__(self, own: _RowFeatures, depths: Sequence[float]) -> None:
+    def __init__(self, own: _RowFeatures, depths: Sequence[float], at: tuple[int, int, float]) -> None:
         self.own = own
+        self.at = at  # the workload's ladder_position
+        self.rungs = len(depths)  # the measured depths among the rows
         self.own_included = depths[-1] == own.row[_QD]
         self.depths = list(depths) if self.own_included else [*depths, own.row[_QD]]
         self.sets: dict[str, np.ndarray] = {}
@@ -511,7 +540,7 @@ def predict_row(
         # at the smallest measured depth the envelope is the workload's own value (up to
         # rounding: the matrix path divides by the load and multiplies back)
         depths = []
-    st = _RowState(row, own, _LadderFeatures(own, depths) if depths else None, code, model)
+    st = _RowState(row, own, _LadderFeatures(own, depths, at) if depths else None, code, model)
     raw = {}
     values = {}
     for metric in needed_metrics(wanted, device.metrics):
@@ -572,7 +601,7 @@ def _scope_values(sm: Any, source: str, scope: str, st: _RowState, on_ladder: bo
         key = (source, scope, True)
         hit = st.cache.get(key)
         if hit is None:
-            hit = st.cache[key] = np.asarray(sm.predict(st.ladder), dtype=np.float64)
+            hit = st.cache[key] = _ladder_values(sm, source, scope, st, st.ladder)
         return hit
     ladder_hit = st.cache.get((source, scope, True))
     if ladder_hit is not None:
@@ -582,6 +611,36 @@ def _scope_values(sm: Any, source: str, scope: str, st: _RowState, on_ladder: bo
     if hit is None:
         hit = st.cache[key] = np.asarray(sm.predict(st.features), dtype=np.float64)
     return hit
+
+
+def _ladder_values(sm: Any, source: str, scope: str, st: _RowState, lad: _LadderFeatures) -> np.ndarray:
+    """A scope model's raw values at the ladder's rows then the workload's.
+
+    Where the model has cheap bounds (``ScopeModel.bounds``), only the rungs that can
+    set the envelope are evaluated (:func:`needed_rungs_row`); the others are infinite,
+    on the side that never sets it, as in the matrix path.
+    """
+    bounds = sm.bounds(lad)
+    if bounds is None:
+        return np.asarray(sm.predict(lad), dtype=np.float64)
+    own = float(_scope_values(sm, source, scope, st, False)[0])
+    rows = needed_rungs_row(source, bounds[0].tolist(), bounds[1].tolist(), own, st.features.row, lad)
+    values = np.full(len(lad.depths), -math.inf if source == "latency_mean_us" else math.inf)
+    values[-1] = own
+    if rows:
+        values[rows] = sm.predict(_SomeRows(lad, rows))
+    return values
+
+
+class _SomeRows:
+    """Some rows of a ladder's feature rows (the rungs left to evaluate)."""
+
+    def __init__(self, lad: _LadderFeatures, rows: list[int]) -> None:
+        self.lad = lad
+        self.rows = rows
+
+    def __getitem__(self, feature_set: str) -> np.ndarray:
+        return self.lad[feature_set][self.rows]
 
 
 def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[float]) -> np.ndarray:
@@ -611,6 +670,7 @@ __all__ = [
     "matern_slope_row",
     "outside_row",
     "predict_row",
+    "needed_rungs_row",
     "settle_row",
     "stretch_row",
 ]

@@ -25,6 +25,8 @@ import numpy as np
 from modeling.estimators.base import RegressorBase, inverse_target
 
 MAX_CELLS = 1 << 16
+SMALL_ROWS = 8
+"""Rows up to which a plain-Python search beats numpy's per-call cost (one workload's ladder)."""
 
 
 class CompiledEstimator:
@@ -55,9 +57,14 @@ class CompiledEstimator:
 
     def cell_index(self, X32: np.ndarray) -> np.ndarray:
         """Flat table index of each row."""
-        if X32.shape[0] == 1:
-            row = X32[0].tolist()  # float32 values, exactly, as Python floats
-            return np.array([sum(find(th, row[col]) * stride for th, col, stride, find in self._scalar)])
+        if X32.shape[0] <= SMALL_ROWS:  # a workload, or the few rows of its load ladder
+            return np.array(
+                [
+                    sum(find(th, row[col]) * stride for th, col, stride, find in self._scalar)
+                    for row in X32.tolist()  # float32 values, exactly, as Python floats
+                ],
+                dtype=np.int64,
+            )
         idx = np.zeros(X32.shape[0], dtype=np.int64)
         for th, col, stride in zip(self.thresholds, self.used, self.strides, strict=True):
             idx += np.searchsorted(th, X32[:, col].astype(np.float64), side=self.side) * stride

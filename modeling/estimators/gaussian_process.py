@@ -29,14 +29,20 @@ from modeling.estimators.parallel import by_row_blocks
 from modeling.one_row import matern_mean_row, matern_slope_row
 
 NUS = (0.5, 1.5, 2.5)
-_CHUNK = 2048  # query rows per kernel block: bounds memory on large batches
+_CHUNK_ELEMENTS = 1 << 16
+"""Kernel entries (query rows x training points) per block: 512 KiB of float64, which
+stays in a core's cache through the block's half-dozen passes.  Blocks of 2048 rows
+made the load gate's 98-point slope on 10,000 rows 3-10x slower (fresh pages and cache
+misses on every pass), for the same numbers."""
 
 
-def _blocks(fn: Callable[[int, int], np.ndarray], n: int) -> np.ndarray:
-    """``fn`` over chunks of at most ``_CHUNK`` rows (bounded memory), blocks of chunks in parallel."""
+def _blocks(fn: Callable[[int, int], np.ndarray], n: int, n_train: int) -> np.ndarray:
+    """``fn`` over chunks of rows small enough for the cache (:data:`_CHUNK_ELEMENTS`
+    kernel entries against ``n_train`` training points), blocks of chunks in parallel."""
+    chunk = max(16, _CHUNK_ELEMENTS // max(n_train, 1))
 
     def chunks(start: int, stop: int) -> np.ndarray:
-        parts = [fn(a, min(a + _CHUNK, stop)) for a in range(start, stop, _CHUNK)]
+        parts = [fn(a, min(a + chunk, stop)) for a in range(start, stop, chunk)]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     return by_row_blocks(chunks, n) if n else np.zeros(0)
@@ -136,7 +142,7 @@ class GaussianProcessModel(RegressorBase):
             r = self._distances(self._scaled(X32[start:stop]))
             return self.gp_amplitude_ * (matern(r, self.nu) @ self.gp_alpha_)
 
-        return out + _blocks(block, X32.shape[0])
+        return out + _blocks(block, X32.shape[0], len(self.gp_alpha_))
 
     def slope(self, X32: np.ndarray, direction: np.ndarray) -> np.ndarray:
         """Derivative of the (untransformed) prediction along ``direction`` in feature space.
@@ -180,4 +186,4 @@ class GaussianProcessModel(RegressorBase):
             # sum_k alpha_k g_ik ((q_i - t_k) . v) = (q_i . v)(g alpha)_i - (g (alpha * t.v))_i
             return scale * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
 
-        return _blocks(block, X32.shape[0])
+        return _blocks(block, X32.shape[0], len(self.gp_alpha_))

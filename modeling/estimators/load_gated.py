@@ -33,6 +33,8 @@ from modeling.estimators.gaussian_process import GaussianProcessModel
 from modeling.one_row import load_gated_row
 
 LN2 = float(np.log(2.0))
+BOUND_MARGIN = 1e-9
+"""Relative widening of :meth:`LoadGatedModel.bounds` (the blend's rounding is ~1e-15)."""
 
 
 class LoadGatedModel(RegressorBase):
@@ -133,6 +135,24 @@ class LoadGatedModel(RegressorBase):
         margin = min(self.step, hi - lo) / 2
         self.unit_ = (self.shift_ / self.step).astype(np.float32)
         self.read_range_ = (np.float32(lo + margin), np.float32(hi - margin))
+
+    def bounds(self, X32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of :meth:`predict_fast` at each row, without the gate.
+
+        The prediction blends ``f`` and ``ln N + g`` with a weight in [0, 1], so it lies
+        between their exponentials; the two boosted parts are lookup tables, the gate a
+        Gaussian process costing most of a prediction.  Serving uses the bounds to skip
+        ladder rungs that cannot set the load envelope (``physics.needed_rungs``).  The
+        bounds are widened by :data:`BOUND_MARGIN` against the blend's rounding.
+        """
+        runners = getattr(self, "runners_", None) or self.parts_
+        ln_n = X32[:, self.n_col].astype(np.float64) * LN2
+        direct = runners["direct"].predict_fast(X32)
+        per_load = runners["per_load"].predict_fast(X32) + ln_n
+        base = self._linear(X32)
+        lo = base + np.exp(np.minimum(direct, per_load))
+        hi = base + np.exp(np.maximum(direct, per_load))
+        return lo * (1.0 - BOUND_MARGIN), hi * (1.0 + BOUND_MARGIN)
 
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         runners = getattr(self, "runners_", None) or self.parts_

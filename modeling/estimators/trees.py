@@ -20,9 +20,11 @@ from sklearn.ensemble import ExtraTreesRegressor
 from sklearn.tree import DecisionTreeRegressor
 
 from modeling.estimators.base import RegressorBase
-from modeling.estimators.packed_forest import SMALL_BATCH_LANES, PackedForest, tree_by_tree
+from modeling.estimators.packed_forest import SMALL_BATCH_LANES, ForestCells, PackedForest, tree_by_tree
 
 LOSSES = ("squared", "relative")
+CELL_MIN_ROWS = 512
+"""Rows from which a forest is evaluated once per distinct cell (:class:`ForestCells`)."""
 
 
 def _criterion(loss: str) -> str:
@@ -46,6 +48,12 @@ def _tree_predict(est: Any, X32: np.ndarray, median: bool = False) -> np.ndarray
     packed = getattr(est, "packed_", None)
     if packed is not None and X32.shape[0] * len(trees) <= SMALL_BATCH_LANES:
         return combine(packed.leaf_values(X32))
+    cells = getattr(est, "cells_", None)
+    if cells is not None and X32.shape[0] >= CELL_MIN_ROWS:
+        found = cells.representatives(X32)
+        if found is not None:  # one row per distinct cell, then copied to its rows
+            first, inverse = found
+            return _tree_predict(est, np.ascontiguousarray(X32[first]), median)[inverse]
     return tree_by_tree(trees, X32, combine)
 
 
@@ -134,8 +142,9 @@ class ExtraTreesModel(_LossTrees):
         self.random_state = random_state
 
     def prepare(self) -> None:
-        """Pack the trees for fast small-batch prediction."""
+        """Pack the trees for fast small-batch prediction, and find their cells for large ones."""
         self.packed_ = PackedForest(self.trees_)
+        self.cells_ = ForestCells(self.trees_)
 
     def _fit_core(self, X32: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> None:
         model = ExtraTreesRegressor(

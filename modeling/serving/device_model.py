@@ -32,6 +32,7 @@ from modeling.serving.physics import (
     apply_physics,
     extrapolation,
     ladder,
+    needed_rungs,
     settle,
     stretch,
     widen,
@@ -172,7 +173,7 @@ class DeviceModel:
         raw = {m: self._predict_metric(m, ctx) for m in self.metrics if m in METRICS or m in need}
         lad = ladder(st.w_eval, self.limits)
         own = {m: np.asarray(r[0], dtype=np.float64) for m, r in raw.items()}
-        values = settle(own, self._rungs(lad, ctx, features), lad, st.w_eval)
+        values = settle(own, self._rungs(lad, ctx, features, own), lad, st.w_eval)
         apply_physics(values, w, st, self.limits)
         out = {}
         for metric in wanted:
@@ -183,11 +184,15 @@ class DeviceModel:
             out[metric] = (value, value * np.exp(-q), value * np.exp(q), extrap, raw[metric][3])
         return out
 
-    def _rungs(self, lad: Ladder | None, ctx: _Context, own: _Features) -> dict[str, np.ndarray]:
+    def _rungs(
+        self, lad: Ladder | None, ctx: _Context, own: _Features, values: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         """The load-bound metrics with their own estimators, at the ladder's rung rows.
 
         The derived ones (bandwidth, Little's law) follow IOPS in :func:`settle`, so for
-        most devices this is one model on the few rungs below each workload.
+        most devices this is one model on the few rungs below each workload; and where
+        the model has cheap bounds, only on the rungs that can set the envelope
+        (:func:`needed_rungs`; the others are infinite, on the side that never sets it).
         """
         if lad is None:
             return {}
@@ -198,7 +203,36 @@ class DeviceModel:
         w[:, _QD] = lad.depths[lad.rung]
         rctx = _Context(w, ctx.asked[lad.owner], ctx.codes[lad.owner], _RungFeatures(own, lad), ctx.model)
         rctx.no_data = ctx.no_data[lad.owner]
-        return {m: np.asarray(self._predict_metric(m, rctx)[0], dtype=np.float64) for m in direct}
+        out = {}
+        for m in direct:
+            bounds = self._bounds(m, rctx)
+            if bounds is None:
+                out[m] = np.asarray(self._predict_metric(m, rctx)[0], dtype=np.float64)
+                continue
+            rows = np.flatnonzero(needed_rungs(m, lad, ctx.w, values[m], *bounds))
+            out[m] = np.full(len(w), -np.inf if m == "latency_mean_us" else np.inf)
+            if len(rows):
+                some = _RowsOf(rctx.features, rows)
+                sub = _Context(w[rows], rctx.asked[rows], rctx.codes[rows], some, ctx.model)
+                sub.no_data = rctx.no_data[rows]
+                out[m][rows] = self._predict_metric(m, sub)[0]
+        return out
+
+    def _bounds(self, metric: str, ctx: _Context) -> tuple[np.ndarray, np.ndarray] | None:
+        """Cheap bounds on a direct metric's model value at ``ctx.w`` (``ScopeModel.bounds``).
+
+        Rows whose scope model has no bounds get (0, inf); None when no row has any.
+        """
+        spec = self.specs[metric]
+        n = len(ctx.w)
+        lo, hi = np.zeros(n), np.full(n, np.inf)
+        found = False
+        for scope, rows in self._scope_rows(spec, ctx.codes, ctx.model, metric).items():
+            b = ctx.bounds(spec.scopes[scope], None if isinstance(rows, slice) else rows)
+            if b is not None:
+                lo[rows], hi[rows] = b
+                found = True
+        return (lo, hi) if found else None
 
     def _predict_metric(self, metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
         """The model's (value, q, extrapolated, scope) of one metric at ``ctx.w``, before the laws."""
@@ -225,11 +259,11 @@ class DeviceModel:
             names = np.empty(n, dtype=object)
             for scope, rows in scope_of_row.items():
                 sm, own = base.scopes[scope], spec.scopes.get(scope)
-                value[rows] = ctx.predict(source, sm)[rows]
+                value[rows] = ctx.predict(source, sm, rows)
                 q[rows] = own.q if own is not None else np.nan
                 if spec.mode == "derived" and own is not None:
                     factor[rows] = own.scale
-                extrap[rows] |= ctx.outside(sm)[rows]
+                extrap[rows] |= ctx.outside(sm, rows)
                 names[rows] = scope
         if spec.mode == "derived":
             value = derive_metric(metric, value, w) * factor
@@ -285,7 +319,9 @@ class DeviceModel:
         """Rows per scope model (a slice when one model answers for all)."""
         n = len(codes)
         by_scope: dict[str, list[int]] = {}
-        for code in np.unique(codes).tolist() if n else [0]:
+        # on a micro-batch's few rows a set of plain ints is cheaper than np.unique
+        present = (sorted(set(codes.tolist())) if n <= 256 else np.unique(codes).tolist()) if n else [0]
+        for code in present:
             by_scope.setdefault(self._scope_for(base, code, model, metric), []).append(code)
         if len(by_scope) == 1:
             return {next(iter(by_scope)): slice(0, n)}
@@ -332,6 +368,21 @@ class _RungFeatures:
         return matrix
 
 
+class _RowsOf:
+    """Some rows of another feature lookup's matrices (the rungs left to evaluate)."""
+
+    def __init__(self, source: _Features | _RungFeatures | _RowsOf, rows: np.ndarray) -> None:
+        self.source = source
+        self.rows = rows
+        self.sets: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, feature_set: str) -> np.ndarray:
+        matrix = self.sets.get(feature_set)
+        if matrix is None:
+            matrix = self.sets[feature_set] = self.source[feature_set][self.rows]
+        return matrix
+
+
 @dataclass
 class _Context:
     """Per-call state of one batch prediction."""
@@ -339,23 +390,31 @@ class _Context:
     w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
     asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
-    features: _Features | _RungFeatures
+    features: _Features | _RungFeatures | _RowsOf
     model: str
     no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     done: dict[str, Any] = field(default_factory=dict)
     ranges: dict[int, np.ndarray] = field(default_factory=dict)
 
-    def predict(self, metric: str, sm: ScopeModel) -> np.ndarray:
-        """A scope model's raw prediction for every row (each model runs once per call)."""
+    def predict(self, metric: str, sm: ScopeModel, rows: np.ndarray | None = None) -> np.ndarray:
+        """A scope model's raw prediction for every row, or for the rows it answers for.
+
+        Each model runs once per call, on its own rows only: a scope's rows are the same
+        whichever metric asks (they follow the base metric's scope choice).
+        """
         key = (metric, sm.scope)
         if key not in self.cache:
-            self.cache[key] = sm.predict(self.features)
+            self.cache[key] = sm.predict(self.features if rows is None else _RowsOf(self.features, rows))
         return self.cache[key]
 
-    def outside(self, sm: ScopeModel) -> np.ndarray:
-        """Rows with a field outside the range the scope's model was trained on."""
+    def bounds(self, sm: ScopeModel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`ScopeModel.bounds` at every row, or at the rows the scope answers for."""
+        return sm.bounds(self.features if rows is None else _RowsOf(self.features, rows))
+
+    def outside(self, sm: ScopeModel, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows with a field outside the range the scope's model was trained on (of ``rows``)."""
         hit = self.ranges.get(id(sm))
         if hit is None:
-            hit = self.ranges[id(sm)] = sm.outside(self.asked)
+            hit = self.ranges[id(sm)] = sm.outside(self.asked if rows is None else self.asked[rows])
         return hit

@@ -79,6 +79,30 @@ class ScopeModel:
             total = total + weight * np.log(np.maximum(est.predict_fast(features[fs]), 1e-12))
         return np.exp(total) * self.scale
 
+    def bounds(self, features: FeatureLookup) -> tuple[np.ndarray, np.ndarray] | None:
+        """Cheap lower and upper bounds of :meth:`predict`, or None when a member has none.
+
+        Only estimators whose prediction is a blend of cheaper parts offer bounds (the
+        load-gated model: its two lookup tables, without its Gaussian process); the
+        serving path uses them to skip ladder rungs that cannot matter.
+        """
+        runners = self.runners or self.members
+        if not all(hasattr(est, "bounds") for _, est in runners):
+            return None
+        if len(runners) == 1:
+            fs, est = runners[0]
+            lo, hi = est.bounds(features[fs])
+            return lo * self.scale, hi * self.scale
+        weights = self.weights or [1.0 / len(runners)] * len(runners)
+        low: Any = 0.0
+        high: Any = 0.0
+        for (fs, est), weight in zip(runners, weights, strict=True):
+            lo, hi = est.bounds(features[fs])
+            low = low + weight * np.log(np.maximum(lo, 1e-12))
+            high = high + weight * np.log(np.maximum(hi, 1e-12))
+        margin = 1e-9  # the blend's own rounding
+        return np.exp(low) * self.scale * (1.0 - margin), np.exp(high) * self.scale * (1.0 + margin)
+
 
 @dataclass
 class MetricSpec:

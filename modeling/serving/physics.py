@@ -230,6 +230,33 @@ def ladder(w: np.ndarray, limits: PhysicsLimits | None) -> Ladder | None:
     return Ladder(depths, low, high, frac, own, owner, rung)
 
 
+def needed_rungs(
+    metric: str, lad: Ladder, w: np.ndarray, own: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
+    """The rung rows that can set their workload's envelope, of bounds on every rung's value.
+
+    ``own`` is ``metric`` at the workloads ``w``, ``lo`` and ``hi`` bounds on it at the
+    rung rows (``ScopeModel.bounds``).  :func:`settle` reads a running minimum of IOPS per
+    I/O in flight (a running maximum of the mean latency) up to the workload's own depth
+    ``low``, and the next rung when between two.  Its value at ``low`` is at most ``M``,
+    the smallest upper bound there (or the workload's own value at a measured depth); a
+    rung whose lower bound is above ``M`` cannot be that minimum, nor lower it at the next
+    rung, and is not evaluated: the envelope, and the answer, are the same.  On a device
+    whose IOPS per I/O already falls with depth almost no rung is left (issue 13: rungs
+    made a 10,000-workload batch several times slower).
+    """
+    if metric == "latency_mean_us":  # a running maximum: the running minimum of its negative
+        lo_key, hi_key, own_key = -hi, -lo, -own
+    else:
+        load = lad.depths[lad.rung] * w[lad.owner, _F["numjobs"]]
+        lo_key, hi_key = lo / load, hi / load
+        own_key = own / (w[:, _F["queue_depth"]] * w[:, _F["numjobs"]])
+    bound = np.where(lad.own >= 0, own_key, np.inf)
+    below = lad.rung <= lad.low[lad.owner]
+    np.minimum.at(bound, lad.owner[below], hi_key[below])
+    return ~(lo_key > bound[lad.owner])
+
+
 def settle(
     values: dict[str, np.ndarray],
     rungs: dict[str, np.ndarray],
@@ -239,7 +266,9 @@ def settle(
     """Per workload, the values that respect the load laws along queue depth.
 
     ``values`` are every metric at the workloads ``w`` themselves, ``rungs`` each
-    load-bound metric with its own estimators at :attr:`Ladder.owner`'s rung rows.  Along
+    load-bound metric with its own estimators at :attr:`Ladder.owner`'s rung rows
+    (infinite, towards the side that cannot set the envelope, where a rung was not
+    evaluated: :func:`needed_rungs`).  Along
     the measured depths, IOPS and bandwidth per I/O in flight are made non-increasing
     (running minimum) and the mean latency non-decreasing (running maximum); a workload's
     own value is read off that envelope, geometrically interpolated between the two

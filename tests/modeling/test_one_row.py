@@ -9,6 +9,8 @@ path against its batch path; and the feature rows against the feature matrix.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,8 @@ from modeling.estimators.families import ESTIMATORS
 from modeling.features import FEATURE_SETS, compute_features
 from modeling.one_row import extrapolation_row, features_row
 from modeling.serving.device_model import DeviceModel
+from modeling.serving.metric_models import ScopeModel
+from modeling.serving.physics import needed_rungs
 from modeling.training.fit import fit_device_model
 from modeling.training.selection import Candidate, _c
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload, WORKLOAD_FIELDS
@@ -90,6 +94,33 @@ def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> No
     assert family_model.predict_row(w[0].tolist(), metrics=["iops"]).keys() == {"iops"}
     with pytest.raises(InvalidInput, match="unknown model"):
         family_model.predict_row(w[0].tolist(), model="fastest")
+
+
+def test_rungs_skipped_by_their_bounds_change_no_answer(family_model: DeviceModel, monkeypatch) -> None:
+    """Both paths skip the rungs a load-gated model's bounds rule out; evaluating them all agrees."""
+    w = _workloads(120, seed=11)
+    kept: list[tuple[int, int]] = []
+    real = needed_rungs
+
+    def counting(*a: Any) -> np.ndarray:
+        out = real(*a)
+        kept.append((int(out.sum()), len(out)))
+        return out
+
+    monkeypatch.setattr("modeling.serving.device_model.needed_rungs", counting)
+    pruned = family_model.predict_matrix(w)
+    one = [family_model.predict_row(w[i].tolist()) for i in range(0, len(w), 4)]
+    if any(hasattr(est, "bounds") for _, est in family_model.specs["iops"].scopes["global"].members):
+        assert kept and kept[0][0] < kept[0][1], "some rungs are skipped"
+    else:
+        assert not kept, "only the load-gated model has bounds"
+    monkeypatch.setattr(ScopeModel, "bounds", lambda self, features: None)
+    full = family_model.predict_matrix(w)
+    for metric, (value, lower, upper, _, _) in full.items():
+        np.testing.assert_allclose(pruned[metric][0], value, rtol=1e-12)
+        np.testing.assert_allclose(pruned[metric][2], upper, rtol=1e-12)
+        for k, i in enumerate(range(0, len(w), 4)):
+            np.testing.assert_allclose(one[k][metric][:3], [value[i], lower[i], upper[i]], rtol=1e-9)
 
 
 def test_estimator_one_row_path_equals_its_batch(family_model: DeviceModel) -> None:

@@ -54,3 +54,32 @@ def test_tree_by_tree_spreads_large_batches_without_changing_a_number(forest, mo
     np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X, median), median(expected))
     assert calls, "a 3000-row batch should have gone to the thread pool"
     np.testing.assert_array_equal(packed_forest.tree_by_tree(trees, X[:10], median), median(expected[:, :10]))
+
+
+def test_a_large_batch_is_predicted_once_per_cell_with_the_same_numbers(forest, monkeypatch) -> None:
+    """Rows on few levels of some features (a sweep's grid) share cells: each cell is predicted once."""
+    from modeling.estimators.trees import ExtraTreesModel
+
+    rng = np.random.default_rng(8)
+    # measured on a grid (a sweep's few levels), asked anywhere along the first field
+    X = rng.choice([0.0, 0.3, 0.5, 0.7, 1.0], (300, 4)).astype(np.float32)
+    X[:, 1:] = rng.choice([0.1, 0.9], (300, 3))
+    y = np.sin(6 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.standard_normal(300)
+    model = ExtraTreesModel(n_estimators=20, min_samples_leaf=1).fit(X, y + 3.0)
+    batch = rng.random((4000, 4)).astype(np.float32)
+    batch[:, 1:] = rng.choice([0.1, 0.9], (4000, 3))
+    # rows at the float32 nearest a threshold, after other rows of their cells
+    batch[-50:, 0] = np.float32(model.cells_.thresholds[0][:50])
+    rows: list[int] = []
+    real = packed_forest.tree_by_tree
+    monkeypatch.setattr(
+        "modeling.estimators.trees.tree_by_tree", lambda t, x, c: rows.append(len(x)) or real(t, x, c)
+    )
+    got = model.predict_fast(batch)
+    assert rows and rows[0] < 0.75 * len(batch), "the batch is predicted once per distinct cell"
+    expected = np.mean(np.stack([t.predict(batch)[:, 0] for t in model.trees_]), axis=0)
+    np.testing.assert_array_equal(got, np.sign(expected) * np.expm1(np.abs(expected)))
+    rows.clear()
+    distinct = rng.random((4000, 4)).astype(np.float32)  # nearly every row its own cell: no detour
+    np.testing.assert_array_equal(model.predict_fast(distinct), model.predict_fast(distinct[::-1])[::-1])
+    assert rows == [4000, 4000]

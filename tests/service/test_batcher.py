@@ -62,6 +62,28 @@ def test_concurrent_predictions_match_one_at_a_time(trained: DataDir) -> None:
             assert got == pytest.approx(want)
 
 
+def test_a_pair_takes_the_row_path_with_the_same_answers(trained: DataDir) -> None:
+    model = ModelRegistry(trained).load(DEVICE)
+    batcher = PredictionBatcher()
+    calls: list[str] = []
+    matrix, row = model.predict_matrix, model.predict_row
+    model.predict_matrix = lambda *a, **k: calls.append("matrix") or matrix(*a, **k)  # type: ignore[method-assign]
+    model.predict_row = lambda *a, **k: calls.append("row") or row(*a, **k)  # type: ignore[method-assign]
+
+    async def run() -> list[dict[str, Any]]:
+        return await asyncio.gather(*(batcher.predict(model, w, None, "auto") for w in WORKLOADS[:2]))
+
+    results = asyncio.run(run())
+    assert calls == ["row", "row"]
+    model.predict_matrix, model.predict_row = matrix, row  # type: ignore[method-assign]
+    for workload, result in zip(WORKLOADS[:2], results, strict=True):
+        one = model.predict_one(workload)
+        for metric, want in _as_dict(one).items():
+            got = dict(result[metric])
+            assert got.pop("extrapolation") == (one.extrapolation if got["extrapolated"] else {})
+            assert got == pytest.approx(want)
+
+
 def test_groups_split_by_metrics_and_model_choice(trained: DataDir) -> None:
     model = ModelRegistry(trained).load(DEVICE)
     batcher = PredictionBatcher()
