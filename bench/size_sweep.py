@@ -1,4 +1,4 @@
-"""Issue 13's extrapolation in size on a fresh zram reference device: sweep it, then the study.
+"""Issue 13's extrapolation in size on a fresh zram reference device (or the disk): sweep it, then the study.
 
 The fio-plot sweeps hold only 4 KiB, so the size law (:mod:`modeling.serving.physics`)
 needs a sweep that varies the size.  This makes a zram device
@@ -10,6 +10,7 @@ extrapolation`` on it (trained at <= 128 KiB, scored at 256 KiB - 1 MiB; and the
 split).  zram is CPU-bound: on a loaded machine its numbers move with the other work.
 
     .venv/bin/python bench/size_sweep.py --keep            # prints the --device/--home recipe
+    .venv/bin/python bench/size_sweep.py --disk /var/tmp   # a scratch file on the local disk instead
     .venv/bin/python bench/accuracy.py --study extrapolation --budget 3 --device reference --home HOME
 """
 
@@ -41,6 +42,12 @@ PLAN = {
 """128 points: 5 sizes to train the size law on (3 to choose it by holding one out), 3 to score."""
 
 
+def _sweep(home: Path, target: str, runtime: str, size_mib: int, *extra: str) -> None:
+    plan = [x for kv in PLAN.items() for x in kv]
+    _cli(home, _fio_wrapper(home), "sweep", "--device", DEVICE, "--target", target, *extra,
+         "--plan", "grid", *plan, "--engine", "libaio", "--runtime", runtime, "--size", f"{size_mib}MiB")
+
+
 def sweep(home: Path, runtime: str, size_mib: int) -> None:
     """Make a zram device, sweep it as device ``reference`` into ``home``, remove the device."""
     datadir = DataDir(home)
@@ -48,12 +55,25 @@ def sweep(home: Path, runtime: str, size_mib: int) -> None:
     print(f"zram {ref.path}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
     start = time.time()
     try:
-        plan = [x for kv in PLAN.items() for x in kv]
-        _cli(home, _fio_wrapper(home), "sweep", "--device", DEVICE, "--target", ref.path, "--destroy-data",
-             "--plan", "grid", *plan, "--engine", "libaio", "--runtime", runtime, "--size",
-             f"{size_mib - 16}MiB")
+        _sweep(home, ref.path, runtime, size_mib - 16, "--destroy-data")
     finally:
         destroy_reference(datadir, ref.path)
+    print(f"swept in {time.time() - start:.0f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def sweep_disk(home: Path, directory: Path, runtime: str, size_mib: int) -> None:
+    """Sweep a scratch file on the local disk (made by the sweep, removed after) as device ``reference``.
+
+    The disk is noisy (9-35 % between identical runs here, about 28 % drift over hours):
+    the study's errors on it hold that noise too; run it twice to see the spread.
+    """
+    target = directory / f"ssdpredict-size-{os.getpid()}.img"
+    print(f"scratch file {target}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    start = time.time()
+    try:
+        _sweep(home, str(target), runtime, size_mib)
+    finally:
+        target.unlink(missing_ok=True)
     print(f"swept in {time.time() - start:.0f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
@@ -64,10 +84,15 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=512, help="zram device size")
     ap.add_argument("--budget", default="3", help="tuning seconds per training (bench/accuracy.py)")
     ap.add_argument("--keep", action="store_true", help="keep the data directory (the sweep)")
+    ap.add_argument("--disk", type=Path, metavar="DIR",
+                    help="sweep a scratch file in DIR (on the local disk) instead of a zram device")
     a = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="bench-size-"))
     try:
-        sweep(home, a.runtime, a.size_mib)
+        if a.disk:
+            sweep_disk(home, a.disk, a.runtime, a.size_mib)
+        else:
+            sweep(home, a.runtime, a.size_mib)
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         subprocess.run([sys.executable, str(ROOT / "bench" / "accuracy.py"), "--study", "extrapolation",
                         "--budget", a.budget, "--device", DEVICE, "--home", str(home)], env=env, check=True)
