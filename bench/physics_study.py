@@ -19,9 +19,9 @@ from modeling.features import compute_features
 from modeling.training.fit import fit_device_model, median_by_workload
 from modeling.training.physics_check import dense_grid, law_violations
 from modeling.training.selection import _c, cv_folds, relative_errors
+from modeling.training.tail_floor import grid_neighbours, loo_geometric_mean, same_load_peers, tail_jumps
 from modeling.serving.physics import PhysicsLimits, stretch
 from modeling.workload import KIB, METRICS, MIB, PERCENTILE_METRICS, WORKLOAD_FIELDS
-from modeling.workload_matrix import FIELD_INDEX as F
 from modeling.workload_matrix import outstanding_io, workload_matrix
 
 EXTRAPOLATED = ("iops", "bandwidth_mib_s", "latency_mean_us")
@@ -162,6 +162,7 @@ def tail_study(frame: pd.DataFrame, budget: float, folds: int = 5) -> dict[str, 
             inside[m][test] = (out[m][1] <= ys[m][test]) & (ys[m][test] <= out[m][2])
             xgb = make_estimator("xgboost", {}).fit(X[train], ys[m][train])
             plain[m][test] = xgb.predict(X[test])
+    jumps = tail_jumps(w, ys["latency_p99_us"], ys["latency_mean_us"])
     return {
         "mre": {
             m: {
@@ -170,6 +171,13 @@ def tail_study(frame: pd.DataFrame, budget: float, folds: int = 5) -> dict[str, 
                 "coverage": float(inside[m].mean()),
             }
             for m in TAIL
+        },
+        # the p99 off and on its jumps (see tail_predictability): the model's share and the data's
+        "p99_split": {
+            f"{who}_{part}": float(relative_errors(pred[m][mask], ys[m][mask]).mean()) if mask.any() else None
+            for m in ("latency_p99_us",)
+            for who, pred in (("ours", ours), ("plain_xgboost", plain))
+            for part, mask in (("consistent", ~jumps), ("jumps", jumps))
         },
         "predictability": tail_predictability(w, ys),
     }
@@ -183,40 +191,33 @@ def tail_predictability(w: np.ndarray, ys: dict[str, np.ndarray]) -> dict[str, f
       slightly larger slow share moves it tenfold;
     * ``below_mean``: share whose measured p99 is below the mean latency (the slow mode
       drags the mean above the p99; the served p99 >= mean cannot follow them);
+    * ``jumps``: share of workloads at a step of the p99 (over 4x to a grid neighbour or a
+      same-load peer while the mean latencies are within 2x,
+      :func:`modeling.training.tail_floor.tail_jumps`);
     * ``neighbour_mre`` / ``neighbour_r2``: the error of the best smooth interpolation an
       oracle could make -- each workload's p99 read off the geometric mean of its measured
       neighbours (one step of queue depth or numjobs, all else equal) -- and the share of
       the variance of log p99 it explains.  A model of the workload is a smooth function
-      of it, so it cannot do much better than this on points it has not seen.
+      of it, so it cannot do much better than this on points it has not seen;
+    * ``same_load_mre``: the same with the workload's same-load peers (the other splits of
+      its queue depth x numjobs), where the p99 follows the load; and
+      ``same_load_mre_consistent``, that error off the jumps.
     """
     p99, p90, mean = ys["latency_p99_us"], ys["latency_p90_us"], ys["latency_mean_us"]
-    qd, nj = F["queue_depth"], F["numjobs"]
-    rest = np.round(np.delete(w, [qd, nj], axis=1), 9)
-    _, group = np.unique(rest, axis=0, return_inverse=True)
-    group = np.asarray(group).ravel()
-    steps = {c: np.unique(np.log2(w[:, c])) for c in (qd, nj)}
-    guess = np.full(len(w), np.nan)
-    for i in range(len(w)):
-        near = []
-        for c, other in ((qd, nj), (nj, qd)):
-            rank = np.searchsorted(steps[c], np.log2(w[i, c]))
-            for r in (rank - 1, rank + 1):
-                if 0 <= r < len(steps[c]):
-                    hit = np.flatnonzero(
-                        (group == group[i])
-                        & np.isclose(np.log2(w[:, c]), steps[c][r])
-                        & np.isclose(w[:, other], w[i, other])
-                    )
-                    near += hit.tolist()
-        if near:
-            guess[i] = np.exp(np.mean(np.log(p99[near])))
+    guess = loo_geometric_mean(p99, grid_neighbours(w))
     ok = np.isfinite(guess)
     resid = np.log(guess[ok]) - np.log(p99[ok])
+    peers = loo_geometric_mean(p99, same_load_peers(w))
+    jumps = tail_jumps(w, p99, mean)
+    has_peers, calm = np.isfinite(peers), np.isfinite(peers) & ~jumps
     return {
         "knee": float(np.mean(p99 > 5 * p90)),
         "below_mean": float(np.mean(p99 < mean)),
+        "jumps": float(np.mean(jumps)),
         "neighbour_mre": float(relative_errors(guess[ok], p99[ok]).mean()),
         "neighbour_r2": float(1 - resid.var() / np.log(p99[ok]).var()),
+        "same_load_mre": float(relative_errors(peers[has_peers], p99[has_peers]).mean()),
+        "same_load_mre_consistent": float(relative_errors(peers[calm], p99[calm]).mean()),
     }
 
 
@@ -243,15 +244,23 @@ def print_tail(rows: dict[str, dict[str, object] | None]) -> None:
         print(f"| {name} | {' | '.join(cells)} | {gain:+.0%} | {'met' if met else 'missed'} | {cover} |")
     print("\nWhy the p99 is or is not predictable (see tail_predictability)")
     print("| device | p99 > 5x p90 (knee) | p99 < mean |", end="")
-    print(" oracle neighbour interpolation: p99 MRE | R² of log p99 |")
-    print("|---|---|---|---|---|")
+    print(" oracle neighbour interpolation: p99 MRE | R² of log p99 |", end="")
+    print(" same-load peers: p99 MRE (off the jumps) |", end="")
+    print(" p99 jumps > 4x, mean < 2x | p99 MRE off / on the jumps: ours (plain) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         if r is None:
             continue
-        t = r["predictability"]
-        assert isinstance(t, dict)
+        t, split = r["predictability"], r["p99_split"]
+        assert isinstance(t, dict) and isinstance(split, dict)
+
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1%}"
+
         print(
             f"| {name} | {t['knee']:.0%} | {t['below_mean']:.0%} | {t['neighbour_mre']:.1%} |"
-            f" {t['neighbour_r2']:.2f} |",
+            f" {t['neighbour_r2']:.2f} | {t['same_load_mre']:.1%} ({t['same_load_mre_consistent']:.1%}) |"
+            f" {t['jumps']:.0%} | {pct(split['ours_consistent'])} / {pct(split['ours_jumps'])}"
+            f" ({pct(split['plain_xgboost_consistent'])} / {pct(split['plain_xgboost_jumps'])}) |",
             flush=True,
         )
