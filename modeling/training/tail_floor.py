@@ -99,3 +99,24 @@ def loo_geometric_mean(values: np.ndarray, neighbours: list[np.ndarray]) -> np.n
         if len(near):
             guess[i] = float(np.exp(np.mean(np.log(values[near]))))
     return guess
+
+
+CONSISTENT_JUMPS = 0.2
+"""A tail with jumps at fewer than this share of its workloads follows the workload.
+
+On the fio-plot devices the arrays have 0-6 % (RAID0's write cache knee), the SATA SSDs,
+whose p99 sits between a fast mode and a slow one of about 1 % of the I/Os, 40-52 %."""
+MIN_GRID_SHARE = 0.5
+"""Jumps are only counted when at least this share of the workloads has a grid neighbour."""
+
+
+def consistent_tail(w: np.ndarray, tail: np.ndarray, mean: np.ndarray) -> bool:
+    """Whether a measured tail follows the workload: few jumps (:func:`tail_jumps`) on a grid.
+
+    False when too few workloads have a grid neighbour to tell (a sweep that is not a grid
+    of queue depth x numjobs): the robust default then stays.
+    """
+    has_neighbour = np.array([len(n) > 0 for n in grid_neighbours(w)], dtype=bool)
+    if len(w) == 0 or has_neighbour.mean() < MIN_GRID_SHARE:
+        return False
+    return bool(tail_jumps(w, tail, mean)[has_neighbour].mean() < CONSISTENT_JUMPS)

@@ -7,14 +7,17 @@ import pandas as pd
 import pytest
 
 from modeling.training.tail_floor import (
+    consistent_tail,
     grid_neighbours,
     loo_geometric_mean,
     same_load_peers,
     tail_jumps,
 )
-from modeling.workload_matrix import workload_matrix
+from modeling.training.fit import fit_device_model
+from modeling.workload_matrix import FIELD_INDEX, workload_matrix
+from tests.modeling.conftest import fast_candidates, synthetic_rows
 
-DEPTHS = (1, 2, 4, 8)
+DEPTHS = (1, 2, 4, 8, 16)
 
 
 def sweep() -> pd.DataFrame:
@@ -48,7 +51,7 @@ def test_same_load_peers_are_the_other_splits_of_the_outstanding_io() -> None:
     peers = same_load_peers(workload_matrix(frame))
     assert set(peers[at(frame, 1.0, 2, 2)].tolist()) == {at(frame, 1.0, 4, 1), at(frame, 1.0, 1, 4)}
     assert len(peers[at(frame, 0.0, 1, 1)]) == 0  # one way to have one I/O in flight
-    assert len(peers[at(frame, 0.0, 8, 8)]) == 0
+    assert len(peers[at(frame, 0.0, 16, 16)]) == 0
 
 
 def test_loo_guess_leaves_the_workload_out_and_is_nan_without_neighbours() -> None:
@@ -79,3 +82,43 @@ def test_a_jump_is_a_step_of_the_p99_where_the_mean_barely_moves() -> None:
     assert knee not in np.flatnonzero(tail_jumps(w, p99, mean_steep)).tolist()
     # a smooth tail has none
     assert not tail_jumps(w, 3.0 * mean, mean).any()
+
+
+def test_a_tail_is_consistent_with_few_jumps_on_a_grid_and_unjudged_off_one() -> None:
+    frame = sweep()
+    w = workload_matrix(frame)
+    load = (frame.queue_depth * frame.numjobs).to_numpy(float)
+    mean = 100.0 * load**0.6
+    p99 = 3.0 * mean
+    assert consistent_tail(w, p99, mean)
+    # one knee (7 of 50 workloads at a jump: the knee and its six neighbours) still is
+    p99[at(frame, 1.0, 2, 2)] *= 7.0
+    assert consistent_tail(w, p99, mean)
+    # a bimodal tail: every other workload's p99 in the slow mode
+    bimodal = 3.0 * mean * np.where(np.arange(len(w)) % 2 == 0, 1.0, 20.0)
+    assert not consistent_tail(w, bimodal, mean)
+    # workloads with no grid neighbours (every depth differs) cannot tell: not consistent
+    lone = w[::5].copy()
+    lone[:, FIELD_INDEX["queue_depth"]] = 2.0 ** np.arange(len(lone))  # no two share a depth
+    lone[:, FIELD_INDEX["numjobs"]] = 2.0 ** np.arange(len(lone))[::-1]  # nor a job count
+    assert not any(len(n) for n in grid_neighbours(lone))
+    assert not consistent_tail(lone, 3.0 * mean[::5], mean[::5])
+
+
+def test_training_reports_whether_the_p99_follows_the_workload() -> None:
+    """The p99's ratio is chosen by the lower CV error only on a consistent tail (the report says which)."""
+    grid = {
+        "write_ratio": (0.0, 1.0),
+        "queue_depth": (1, 4, 16, 64),
+        "request_size": (4096,),
+        "randomness": (1.0,),
+        "numjobs": (1, 2, 4),
+    }
+    rows = synthetic_rows(noise=0.02, seed=3, grid=grid)
+    _, report = fit_device_model(rows, folds=3, candidates=fast_candidates(), regions=False)
+    assert report["metrics"]["latency_p99_us"]["physics"]["consistent_tail"] is True
+    # every other workload's p99 in a slow mode 20x up: the tail jumps everywhere
+    slow = np.where(np.arange(len(rows)) % 2 == 0, 1.0, 20.0)
+    bimodal = rows.assign(latency_p99_us=rows["latency_p99_us"] * slow)
+    _, report = fit_device_model(bimodal, folds=3, candidates=fast_candidates(), regions=False)
+    assert report["metrics"]["latency_p99_us"]["physics"]["consistent_tail"] is False
