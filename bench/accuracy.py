@@ -8,6 +8,7 @@ Usage::
     .venv/bin/python bench/accuracy.py --study extrapolation --budget 3   # issue 13's three studies:
     .venv/bin/python bench/accuracy.py --study extrapolation --device D --home H   # + sizes
     .venv/bin/python bench/accuracy.py --study tail
+    .venv/bin/python bench/accuracy.py --study tail --budget 2 --draws 3   # mean of 3 fold draws
     .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
@@ -319,13 +320,15 @@ def sampling_study(
         print(f"| {n} | {grid:.1%} | {rnd:.1%} | {adaptive:.1%} |", flush=True)
 
 
-def run_study(study: str, frames: dict[str, pd.DataFrame], budget: float, folds: int, sizes: bool) -> None:
+def run_study(
+    study: str, frames: dict[str, pd.DataFrame], budget: float, folds: int, sizes: bool, draws: int = 1
+) -> None:
     """One study of issue 13 on every device (see :mod:`bench.physics_study`)."""
     if study == "tail":
         tails = {}
         for name, frame in frames.items():
             print(f"tail study: {name} ...", file=sys.stderr, flush=True)
-            tails[name] = tail_study(frame, budget, folds)
+            tails[name] = tail_study(frame, budget, folds, draws)
         print_tail(tails)
         return
     loads = {}
@@ -364,6 +367,8 @@ def main() -> None:
     parser.add_argument("--transfer-only", action="store_true", help="the same as --study transfer")
     parser.add_argument("--transfer-seeds", type=int, default=3,
                         help="random draws per K in the transfer study")
+    parser.add_argument("--draws", type=int, default=1,
+                        help="tail study: draws of the outer folds to average (the first is the usual one)")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     parser.add_argument(
         "--study",
@@ -393,7 +398,7 @@ def main() -> None:
                        seeds=args.transfer_seeds)
         return
     if args.study:
-        run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device))
+        run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device), draws=args.draws)
         return
     if args.later:
         if not args.device:
