@@ -11,7 +11,7 @@ per-trace table of the reference run (both methods, drift, saturation) is printe
 the disk's own repeat-noise floor.
 
     .venv/bin/python bench/traces.py                      # throughput only
-    .venv/bin/python bench/traces.py --device local --home ~/.local/share/ssdpredict
+    .venv/bin/python bench/traces.py --device local-scratch --home ~/.local/share/ssdpredict   # make run's device
     .venv/bin/python bench/traces.py --reference --skip-throughput   # open-loop, zram (trace_reference.py)
 """
 
@@ -215,6 +215,9 @@ def validation(device: str, home: Path, window_s: float, quick: bool = False) ->
     from trace_reference import _cut, noise_floor, print_floor, run_traces
 
     datadir = DataDir(home)
+    known = [d.name for d in datadir.catalog.list_devices()]
+    if device not in known:  # before the replays, not after them
+        raise SystemExit(f"no device {device!r} in {home}; devices there: {', '.join(known) or 'none'}")
     scratch = datadir.scratch_dir
     scratch.mkdir(parents=True, exist_ok=True)
     target = scratch / "trace-replay.img"
