@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload
 from tests.service.utils import DEVICE, assert_error
@@ -279,3 +282,18 @@ def test_batch_columns_equal_rows(api: TestClient) -> None:
 def test_batch_bad_columns_are_422(api: TestClient, body: dict[str, Any], fragment: str) -> None:
     error = assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, **body}), 422)
     assert fragment in error["message"]
+
+
+def test_scopes_of_a_big_batch_are_those_of_its_rows(trained: DataDir) -> None:
+    # past 256 rows the regions present are found by counting codes, below by a set of ints
+    model = ModelRegistry(trained).load(DEVICE)
+    base = SimpleNamespace(mode="direct", scopes={}, auto_regions={REGION_NAMES[1], REGION_NAMES[6]})
+    codes = np.random.default_rng(3).choice([0, 1, 3, 6], size=300)
+    for n in (300, 200):  # the counting and the set path
+        got = model._scope_rows(base, codes[:n], "auto", "iops")
+        assert set(got) == {"global", REGION_NAMES[1], REGION_NAMES[6]}
+        for scope, code in ((REGION_NAMES[1], 1), (REGION_NAMES[6], 6)):
+            assert got[scope].tolist() == np.flatnonzero(codes[:n] == code).tolist()
+        assert got["global"].tolist() == np.flatnonzero(np.isin(codes[:n], [0, 3])).tolist()
+    only = model._scope_rows(base, np.full(300, 3), "auto", "iops")
+    assert list(only) == ["global"] and only["global"] == slice(0, 300)
