@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload
+from service.api.routes.predict import _BATCH, _parse, workload_columns
 from tests.service.utils import DEVICE, assert_error
 
 WORKLOAD: dict[str, Any] = {
@@ -282,6 +284,26 @@ def test_batch_columns_equal_rows(api: TestClient) -> None:
 def test_batch_bad_columns_are_422(api: TestClient, body: dict[str, Any], fragment: str) -> None:
     error = assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, **body}), 422)
     assert fragment in error["message"]
+
+
+def test_batch_rows_name_extended_fields_in_some_rows_only(api: TestClient) -> None:
+    # numjobs and read_size in one row each, write_size only as null, and
+    # read_randomness nowhere: each column is built from the fields rows actually name
+    rows: list[dict[str, Any]] = [{k: v for k, v in r.items() if k != "numjobs"} for r in _rows(4)]
+    rows[1]["read_size"] = "8k"
+    rows[2]["write_size"] = None
+    rows[3]["numjobs"] = 4
+    body = _parse(_BATCH, json.dumps({"device": DEVICE, "workloads": rows}).encode())
+    cols = workload_columns(body)
+    assert np.array_equal(cols["read_size"], [np.nan, 8192, np.nan, np.nan], equal_nan=True)
+    assert np.array_equal(cols["numjobs"], [np.nan, np.nan, np.nan, 4], equal_nan=True)
+    assert np.isnan(cols["write_size"]).all() and np.isnan(cols["read_randomness"]).all()
+    columns = {f: [r.get(f) for r in rows] for f in ("write_ratio", "queue_depth", "request_size", "randomness")}
+    columns.update(numjobs=[1, 1, 1, 4], read_size=[None, "8k", None, None])  # numjobs defaults to 1
+    by_rows = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
+    by_cols = api.post("/v1/predict/batch", json={"device": DEVICE, "columns": columns})
+    assert by_rows.status_code == 200 and by_cols.status_code == 200, by_cols.text
+    assert by_cols.json() == by_rows.json()
 
 
 def test_scopes_of_a_big_batch_are_those_of_its_rows(trained: DataDir) -> None:
