@@ -298,7 +298,9 @@ def test_batch_rows_name_extended_fields_in_some_rows_only(api: TestClient) -> N
     assert np.array_equal(cols["read_size"], [np.nan, 8192, np.nan, np.nan], equal_nan=True)
     assert np.array_equal(cols["numjobs"], [np.nan, np.nan, np.nan, 4], equal_nan=True)
     assert np.isnan(cols["write_size"]).all() and np.isnan(cols["read_randomness"]).all()
-    columns = {f: [r.get(f) for r in rows] for f in ("write_ratio", "queue_depth", "request_size", "randomness")}
+    columns = {
+        f: [r.get(f) for r in rows] for f in ("write_ratio", "queue_depth", "request_size", "randomness")
+    }
     columns.update(numjobs=[1, 1, 1, 4], read_size=[None, "8k", None, None])  # numjobs defaults to 1
     by_rows = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
     by_cols = api.post("/v1/predict/batch", json={"device": DEVICE, "columns": columns})
