@@ -58,13 +58,13 @@ class CompiledEstimator:
     def cell_index(self, X32: np.ndarray) -> np.ndarray:
         """Flat table index of each row."""
         if X32.shape[0] <= SMALL_ROWS:  # a workload, or the few rows of its load ladder
-            return np.array(
-                [
-                    sum(find(th, row[col]) * stride for th, col, stride, find in self._scalar)
-                    for row in X32.tolist()  # float32 values, exactly, as Python floats
-                ],
-                dtype=np.int64,
-            )
+            cells = []
+            for row in X32.tolist():  # float32 values, exactly, as Python floats
+                i = 0
+                for th, col, stride, find in self._scalar:  # a plain loop: a third cheaper than sum(genexpr)
+                    i += find(th, row[col]) * stride
+                cells.append(i)
+            return np.array(cells, dtype=np.int64)
         idx = np.zeros(X32.shape[0], dtype=np.int64)
         for th, col, stride in zip(self.thresholds, self.used, self.strides, strict=True):
             idx += np.searchsorted(th, X32[:, col].astype(np.float64), side=self.side) * stride

@@ -319,8 +319,14 @@ class DeviceModel:
         """Rows per scope model (a slice when one model answers for all)."""
         n = len(codes)
         by_scope: dict[str, list[int]] = {}
-        # on a micro-batch's few rows a set of plain ints is cheaper than np.unique
-        present = (sorted(set(codes.tolist())) if n <= 256 else np.unique(codes).tolist()) if n else [0]
+        # on a micro-batch's few rows a set of plain ints is cheaper than counting; on a big
+        # batch counting the (eight) codes is ~10x cheaper than np.unique's sort
+        if not n:
+            present = [0]
+        elif n <= 256:
+            present = sorted(set(codes.tolist()))
+        else:
+            present = np.flatnonzero(np.bincount(codes, minlength=len(REGION_NAMES))).tolist()
         for code in present:
             by_scope.setdefault(self._scope_for(base, code, model, metric), []).append(code)
         if len(by_scope) == 1:

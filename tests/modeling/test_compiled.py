@@ -31,6 +31,10 @@ def test_compiled_matches_model_on_and_between_grid_points(est):
     between = X[rng.integers(0, len(X), 500)] + rng.normal(0, 0.5, (500, X.shape[1])).astype(np.float32)
     queries = np.ascontiguousarray(np.vstack([X, between]), dtype=np.float32)
     np.testing.assert_allclose(compiled.predict_fast(queries), est.predict_fast(queries), rtol=1e-9)
+    # a few rows take the plain-Python search (SMALL_ROWS): the same cells as searchsorted
+    few = np.concatenate([compiled.cell_index(queries[k : k + 3]) for k in range(0, 60, 3)])
+    assert few.tolist() == compiled.cell_index(queries[:60]).tolist()
+    assert len(set(few.tolist())) > 5
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload
+from service.api.routes.predict import _BATCH, _parse, workload_columns
 from tests.service.utils import DEVICE, assert_error
 
 WORKLOAD: dict[str, Any] = {
@@ -279,3 +284,40 @@ def test_batch_columns_equal_rows(api: TestClient) -> None:
 def test_batch_bad_columns_are_422(api: TestClient, body: dict[str, Any], fragment: str) -> None:
     error = assert_error(api.post("/v1/predict/batch", json={"device": DEVICE, **body}), 422)
     assert fragment in error["message"]
+
+
+def test_batch_rows_name_extended_fields_in_some_rows_only(api: TestClient) -> None:
+    # numjobs and read_size in one row each, write_size only as null, and
+    # read_randomness nowhere: each column is built from the fields rows actually name
+    rows: list[dict[str, Any]] = [{k: v for k, v in r.items() if k != "numjobs"} for r in _rows(4)]
+    rows[1]["read_size"] = "8k"
+    rows[2]["write_size"] = None
+    rows[3]["numjobs"] = 4
+    body = _parse(_BATCH, json.dumps({"device": DEVICE, "workloads": rows}).encode())
+    cols = workload_columns(body)
+    assert np.array_equal(cols["read_size"], [np.nan, 8192, np.nan, np.nan], equal_nan=True)
+    assert np.array_equal(cols["numjobs"], [np.nan, np.nan, np.nan, 4], equal_nan=True)
+    assert np.isnan(cols["write_size"]).all() and np.isnan(cols["read_randomness"]).all()
+    columns = {
+        f: [r.get(f) for r in rows] for f in ("write_ratio", "queue_depth", "request_size", "randomness")
+    }
+    columns.update(numjobs=[1, 1, 1, 4], read_size=[None, "8k", None, None])  # numjobs defaults to 1
+    by_rows = api.post("/v1/predict/batch", json={"device": DEVICE, "workloads": rows})
+    by_cols = api.post("/v1/predict/batch", json={"device": DEVICE, "columns": columns})
+    assert by_rows.status_code == 200 and by_cols.status_code == 200, by_cols.text
+    assert by_cols.json() == by_rows.json()
+
+
+def test_scopes_of_a_big_batch_are_those_of_its_rows(trained: DataDir) -> None:
+    # past 256 rows the regions present are found by counting codes, below by a set of ints
+    model = ModelRegistry(trained).load(DEVICE)
+    base = SimpleNamespace(mode="direct", scopes={}, auto_regions={REGION_NAMES[1], REGION_NAMES[6]})
+    codes = np.random.default_rng(3).choice([0, 1, 3, 6], size=300)
+    for n in (300, 200):  # the counting and the set path
+        got = model._scope_rows(base, codes[:n], "auto", "iops")
+        assert set(got) == {"global", REGION_NAMES[1], REGION_NAMES[6]}
+        for scope, code in ((REGION_NAMES[1], 1), (REGION_NAMES[6], 6)):
+            assert got[scope].tolist() == np.flatnonzero(codes[:n] == code).tolist()
+        assert got["global"].tolist() == np.flatnonzero(np.isin(codes[:n], [0, 3])).tolist()
+    only = model._scope_rows(base, np.full(300, 3), "auto", "iops")
+    assert list(only) == ["global"] and only["global"] == slice(0, 300)
