@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from collectors.export import EXPORT_FORMATS, export_measurements
+from collectors.export import EXPORT_FORMATS, export_measurements, open_loop_points
 from modeling.errors import InvalidInput
-from service.cli.common import DeviceOption, console, datadir, handle_errors, write_file
+from service.cli.common import DeviceOption, console, datadir, err_console, handle_errors, write_file
 
 
 def register(app: typer.Typer) -> None:
@@ -35,6 +35,11 @@ def export(
     if output is None and fmt == "parquet":
         raise InvalidInput("parquet is binary: name a file with -o/--output")
     data = export_measurements(datadir(), device, fmt)
+    if skipped := open_loop_points(datadir(), device):
+        err_console.print(
+            f"left out {skipped} open-loop point(s) (fio rate_iops runs): the ingest format has no column"
+            " for their offered rate; they stay in the data directory", highlight=False, soft_wrap=True,
+        )
     if output is None:
         sys.stdout.write(data.decode())
         return

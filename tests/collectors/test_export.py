@@ -69,3 +69,24 @@ def test_export_refuses_unknown_devices_formats_and_empty_devices(datadir: DataD
         export_measurements(datadir, "empty")
     with pytest.raises(InvalidInput, match="unknown export format 'xlsx'"):
         export_measurements(datadir, "empty", "xlsx")
+
+
+def test_open_loop_points_are_left_out_and_counted(datadir: DataDir, tmp_path: Path) -> None:
+    from collectors.export import open_loop_points
+
+    ingest_paths(datadir, "d", [data_path(INTEL)])
+    closed = len(datadir.catalog.measurements("d"))
+    # a rate-limited point as collectors.openloop stores it: 16 jobs at queue depth 1, 200 IO/s offered
+    row = dict(write_ratio=0.0, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0,
+               iops=201.0, bandwidth_mib_s=201 * 4096 / 2**20, latency_mean_us=14.0, latency_p99_us=40.0,
+               offered_iops=200.0)
+    datadir.catalog.add_measurements("d", [row])
+    assert open_loop_points(datadir, "d") == 1
+    table = measurement_table(datadir, "d")
+    assert len(table) == closed and "offered_iops" not in table
+    # what comes back through ingest is the closed-loop data only, not a 16-job point at 201 IO/s
+    csv = tmp_path / "export.csv"
+    csv.write_bytes(export_measurements(datadir, "d", "csv"))
+    ingest_paths(datadir, "copy", [csv])
+    copy = datadir.catalog.measurements("copy")
+    assert len(copy) == closed and not ((copy["numjobs"] == 16) & (copy["iops"] < 300)).any()
