@@ -68,7 +68,8 @@ def sweep_disk(home: Path, directory: Path, runtime: str, size_mib: int) -> None
     the study's errors on it hold that noise too; run it twice to see the spread.
     """
     target = directory / f"ssdpredict-size-{os.getpid()}.img"
-    print(f"scratch file {target}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    load = os.getloadavg()[0]
+    print(f"scratch file {target}; load average {load:.1f} on {os.cpu_count()} CPUs", flush=True)
     start = time.time()
     try:
         _sweep(home, str(target), runtime, size_mib)

@@ -11,7 +11,7 @@ per-trace table of the reference run (both methods, drift, saturation) is printe
 the disk's own repeat-noise floor.
 
     .venv/bin/python bench/traces.py                      # throughput only
-    .venv/bin/python bench/traces.py --device local-scratch --home ~/.local/share/ssdpredict   # make run's device
+    .venv/bin/python bench/traces.py --device local-scratch --home ~/.local/share/ssdpredict  # make run's
     .venv/bin/python bench/traces.py --reference --skip-throughput   # open-loop, zram (trace_reference.py)
 """
 
