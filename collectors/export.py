@@ -8,7 +8,7 @@ An empty cell is a metric that was not measured, as ingest reads it.  Parquet ho
 same table for analysis tools; ingest reads CSV and fio JSON only.
 
 Open-loop points (:mod:`collectors.openloop`: fio ``rate_iops`` runs, with their
-``offered_iops``) are left out and counted (:func:`open_loop_points`): the ingest format
+``offered_iops``) are left out and counted (:attr:`Export.left_out`): the ingest format
 has no column for the offered rate, and without it such a row (16 rate-limited jobs at
 queue depth 1) would come back as a closed-loop measurement of 16 jobs and mislead
 training.  They stay in the data directory.
@@ -17,11 +17,12 @@ training.  They stay in the data directory.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import pandas as pd
 
 from collectors.ingest import EXTRA_METRICS
-from collectors.openloop import OFFERED
+from collectors.openloop import closed_loop_rows
 from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.workload import METRICS, WORKLOAD_FIELDS
@@ -35,9 +36,14 @@ def measurement_table(datadir: DataDir, device: str) -> pd.DataFrame:
 
     Raises ``UnknownDevice``, or ``NoData`` when the device has no measurements.
     """
+    return _table(datadir, device)[0]
+
+
+def _table(datadir: DataDir, device: str) -> tuple[pd.DataFrame, int]:
+    """(:func:`measurement_table`, how many open-loop points it leaves out), from one read."""
     datadir.catalog.get_device(device)
-    frame = datadir.catalog.measurements(device)
-    frame = frame.loc[~_open_loop(frame)]
+    measured = datadir.catalog.measurements(device)
+    frame = closed_loop_rows(measured)
     if frame.empty:
         raise NoData(f"device {device!r} has no measurements to export")
     columns = [
@@ -48,28 +54,30 @@ def measurement_table(datadir: DataDir, device: str) -> pd.DataFrame:
         if name in table:
             # nullable integers: "4096", not "4096.0", when an older sweep left a gap
             table[name] = table[name].astype("Int64")
-    return table
+    return table, len(measured) - len(frame)
 
 
-def _open_loop(frame: pd.DataFrame) -> pd.Series:
-    if OFFERED not in frame:
-        return pd.Series(False, index=frame.index)
-    return pd.to_numeric(frame[OFFERED], errors="coerce").notna()
+@dataclass(frozen=True)
+class Export:
+    """An export's bytes, and the open-loop points it left out."""
+
+    data: bytes
+    left_out: int
 
 
-def open_loop_points(datadir: DataDir, device: str) -> int:
-    """How many of the device's points are open-loop ones, which the export leaves out."""
-    return int(_open_loop(datadir.catalog.measurements(device)).sum())
+def export_device(datadir: DataDir, device: str, fmt: str = "csv") -> Export:
+    """The device's measurements as CSV (UTF-8, header line) or Parquet bytes, with what was left out."""
+    if fmt not in EXPORT_FORMATS:
+        raise InvalidInput(f"unknown export format {fmt!r}: use {' or '.join(EXPORT_FORMATS)}")
+    table, left_out = _table(datadir, device)
+    if fmt == "csv":
+        # pandas writes floats in their shortest round-trip form: ingest reads back the same values
+        return Export(table.to_csv(index=False, lineterminator="\n").encode(), left_out)
+    buf = io.BytesIO()
+    table.to_parquet(buf, index=False)
+    return Export(buf.getvalue(), left_out)
 
 
 def export_measurements(datadir: DataDir, device: str, fmt: str = "csv") -> bytes:
     """The device's measurements as CSV (UTF-8, header line) or Parquet bytes."""
-    if fmt not in EXPORT_FORMATS:
-        raise InvalidInput(f"unknown export format {fmt!r}: use {' or '.join(EXPORT_FORMATS)}")
-    table = measurement_table(datadir, device)
-    if fmt == "csv":
-        # pandas writes floats in their shortest round-trip form: ingest reads back the same values
-        return table.to_csv(index=False, lineterminator="\n").encode()
-    buf = io.BytesIO()
-    table.to_parquet(buf, index=False)
-    return buf.getvalue()
+    return export_device(datadir, device, fmt).data

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from collectors.export import EXPORT_FORMATS, export_measurements, open_loop_points
+from collectors.export import EXPORT_FORMATS, export_device
 from modeling.errors import InvalidInput
 from service.cli.common import DeviceOption, console, datadir, err_console, handle_errors, write_file
 
@@ -34,11 +34,14 @@ def export(
     """
     if output is None and fmt == "parquet":
         raise InvalidInput("parquet is binary: name a file with -o/--output")
-    data = export_measurements(datadir(), device, fmt)
-    if skipped := open_loop_points(datadir(), device):
+    result = export_device(datadir(), device, fmt)
+    data = result.data
+    if result.left_out:
         err_console.print(
-            f"left out {skipped} open-loop point(s) (fio rate_iops runs): the ingest format has no column"
-            " for their offered rate; they stay in the data directory", highlight=False, soft_wrap=True,
+            f"left out {result.left_out} open-loop point(s) (fio rate_iops runs): the ingest format has no"
+            " column for their offered rate; they stay in the data directory",
+            highlight=False,
+            soft_wrap=True,
         )
     if output is None:
         sys.stdout.write(data.decode())

@@ -72,7 +72,7 @@ def test_export_refuses_unknown_devices_formats_and_empty_devices(datadir: DataD
 
 
 def test_open_loop_points_are_left_out_and_counted(datadir: DataDir, tmp_path: Path) -> None:
-    from collectors.export import open_loop_points
+    from collectors.export import export_device
 
     ingest_paths(datadir, "d", [data_path(INTEL)])
     closed = len(datadir.catalog.measurements("d"))
@@ -81,7 +81,7 @@ def test_open_loop_points_are_left_out_and_counted(datadir: DataDir, tmp_path: P
                iops=201.0, bandwidth_mib_s=201 * 4096 / 2**20, latency_mean_us=14.0, latency_p99_us=40.0,
                offered_iops=200.0)
     datadir.catalog.add_measurements("d", [row])
-    assert open_loop_points(datadir, "d") == 1
+    assert export_device(datadir, "d").left_out == 1
     table = measurement_table(datadir, "d")
     assert len(table) == closed and "offered_iops" not in table
     # what comes back through ingest is the closed-loop data only, not a 16-job point at 201 IO/s
