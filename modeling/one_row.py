@@ -628,19 +628,33 @@ def _ladder_values(sm: Any, source: str, scope: str, st: _RowState, lad: _Ladder
     values = np.full(len(lad.depths), -math.inf if source == "latency_mean_us" else math.inf)
     values[-1] = own
     if rows:
-        values[rows] = sm.predict(_SomeRows(lad, rows))
+        values[rows] = sm.predict(RowsOf(lad, rows))
     return values
 
 
-class _SomeRows:
-    """Some rows of a ladder's feature rows (the rungs left to evaluate)."""
+class Features(Protocol):
+    """Feature matrices by feature-set name (``ScopeModel.predict``'s argument)."""
 
-    def __init__(self, lad: _LadderFeatures, rows: list[int]) -> None:
-        self.lad = lad
+    def __getitem__(self, feature_set: str) -> np.ndarray: ...
+
+
+class RowsOf:
+    """Some rows of another feature lookup's matrices (a ladder's rungs left to evaluate).
+
+    Shared by the single-row path (a ladder's few rows) and the matrix path
+    (``device_model``: a batch's rungs, a scope's rows); each set is sliced once.
+    """
+
+    def __init__(self, source: Features, rows: Any) -> None:
+        self.source = source
         self.rows = rows
+        self.sets: dict[str, np.ndarray] = {}
 
     def __getitem__(self, feature_set: str) -> np.ndarray:
-        return self.lad[feature_set][self.rows]
+        matrix = self.sets.get(feature_set)
+        if matrix is None:
+            matrix = self.sets[feature_set] = self.source[feature_set][self.rows]
+        return matrix
 
 
 def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[float]) -> np.ndarray:
@@ -659,6 +673,7 @@ def derive_row(metric: str, iops: np.ndarray, loads: list[float], row: Sequence[
 
 __all__ = [
     "LOAD_LAWS",
+    "RowsOf",
     "derive_row",
     "apply_physics_row",
     "elasticity_row",

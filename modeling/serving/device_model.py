@@ -23,7 +23,7 @@ import pandas as pd
 from modeling.errors import InvalidInput, NotFound
 from modeling.features import compute_features
 from modeling.one_row import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, RowLimits, extrapolation_row
-from modeling.one_row import LOAD_LAWS, needed_metrics
+from modeling.one_row import LOAD_LAWS, RowsOf, needed_metrics
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
 from modeling.serving.physics import (
@@ -212,7 +212,7 @@ class DeviceModel:
             rows = np.flatnonzero(needed_rungs(m, lad, ctx.w, values[m], *bounds))
             out[m] = np.full(len(w), -np.inf if m == "latency_mean_us" else np.inf)
             if len(rows):
-                some = _RowsOf(rctx.features, rows)
+                some = RowsOf(rctx.features, rows)
                 sub = _Context(w[rows], rctx.asked[rows], rctx.codes[rows], some, ctx.model)
                 sub.no_data = rctx.no_data[rows]
                 out[m][rows] = self._predict_metric(m, sub)[0]
@@ -374,21 +374,6 @@ class _RungFeatures:
         return matrix
 
 
-class _RowsOf:
-    """Some rows of another feature lookup's matrices (the rungs left to evaluate)."""
-
-    def __init__(self, source: _Features | _RungFeatures | _RowsOf, rows: np.ndarray) -> None:
-        self.source = source
-        self.rows = rows
-        self.sets: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, feature_set: str) -> np.ndarray:
-        matrix = self.sets.get(feature_set)
-        if matrix is None:
-            matrix = self.sets[feature_set] = self.source[feature_set][self.rows]
-        return matrix
-
-
 @dataclass
 class _Context:
     """Per-call state of one batch prediction."""
@@ -396,7 +381,7 @@ class _Context:
     w: np.ndarray  # the workloads the models are evaluated at (see physics.stretch)
     asked: np.ndarray  # the workloads asked for: the extrapolation flag is about these
     codes: np.ndarray
-    features: _Features | _RungFeatures | _RowsOf
+    features: _Features | _RungFeatures | RowsOf
     model: str
     no_data: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     cache: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
@@ -411,12 +396,12 @@ class _Context:
         """
         key = (metric, sm.scope)
         if key not in self.cache:
-            self.cache[key] = sm.predict(self.features if rows is None else _RowsOf(self.features, rows))
+            self.cache[key] = sm.predict(self.features if rows is None else RowsOf(self.features, rows))
         return self.cache[key]
 
     def bounds(self, sm: ScopeModel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`ScopeModel.bounds` at every row, or at the rows the scope answers for."""
-        return sm.bounds(self.features if rows is None else _RowsOf(self.features, rows))
+        return sm.bounds(self.features if rows is None else RowsOf(self.features, rows))
 
     def outside(self, sm: ScopeModel, rows: np.ndarray | None = None) -> np.ndarray:
         """Rows with a field outside the range the scope's model was trained on (of ``rows``)."""
