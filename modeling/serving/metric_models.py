@@ -15,6 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from modeling.estimators.base import RegressorBase
+from modeling.estimators.load_gated import BOUND_MARGIN
 from modeling.one_row import outside_row
 from modeling.workload import MIB
 from modeling.workload_matrix import mean_request_size, outstanding_io
@@ -100,8 +101,9 @@ class ScopeModel:
             lo, hi = est.bounds(features[fs])
             low = low + weight * np.log(np.maximum(lo, 1e-12))
             high = high + weight * np.log(np.maximum(hi, 1e-12))
-        margin = 1e-9  # the blend's own rounding
-        return np.exp(low) * self.scale * (1.0 - margin), np.exp(high) * self.scale * (1.0 + margin)
+        # widened against the blend's own rounding, as each member's bounds are
+        scale = self.scale
+        return np.exp(low) * scale * (1.0 - BOUND_MARGIN), np.exp(high) * scale * (1.0 + BOUND_MARGIN)
 
 
 @dataclass
