@@ -277,6 +277,15 @@ def read_lat_log(path: Path) -> pd.DataFrame:
     return df
 
 
+def issue_times(log: pd.DataFrame) -> np.ndarray:
+    """Each logged I/O's issue time (s, on the replay's clock): its completion less its latency.
+
+    fio logs completions in whole milliseconds (floored): half a millisecond back makes the
+    times unbiased.
+    """
+    return (log["time_ms"].to_numpy(np.float64) + 0.5) / 1e3 - log["lat_ns"].to_numpy(np.float64) / 1e9
+
+
 def replay_windows(
     log: pd.DataFrame, trace_time_s: np.ndarray, window_s: float, speed: float
 ) -> pd.DataFrame:
@@ -286,9 +295,7 @@ def replay_windows(
     is attributed to the window of the trace request, whatever the replay's timing drift.
     """
     lat_us = log["lat_ns"].to_numpy(np.float64) / 1e3
-    # fio logs whole milliseconds (floored): half a millisecond back makes the mean unbiased
-    done_s = (log["time_ms"].to_numpy(np.float64) + 0.5) / 1e3
-    issue_s = (done_s - log["lat_ns"].to_numpy(np.float64) / 1e9) * speed
+    issue_s = issue_times(log) * speed
     late_us = (issue_s - (trace_time_s - trace_time_s.min() + SHIFT_US / 1e6 * speed)) / speed * 1e6
     wait_us = log["lane_wait_us"].to_numpy(np.float64) if "lane_wait_us" in log else np.zeros(len(log))
     wid = np.floor(trace_time_s / window_s).astype(np.int64)
@@ -447,9 +454,7 @@ def _run_lanes(
 def _measured_slip(lat: pd.DataFrame, c: TraceChunk, lanes: int, speed: float) -> float:
     """The lanes' slip per sleeping entry in a run (us; :func:`traces.replay_clock.lane_slip`)."""
     index = lat["index"].to_numpy()
-    # fio logs whole milliseconds (floored): half a millisecond back makes the times unbiased
-    issue_s = (lat["time_ms"].to_numpy(np.float64) + 0.5) / 1e3 - lat["lat_ns"].to_numpy(np.float64) / 1e9
-    return lane_slip(issue_s, c.time_s[index] - c.time_s[0], index % lanes, speed)
+    return lane_slip(issue_times(lat), c.time_s[index] - c.time_s[0], index % lanes, speed)
 
 
 def _calibrate_slip(c: TraceChunk, lanes: int, speed: float, run: Any) -> tuple[float, list[str]]:
@@ -522,7 +527,7 @@ def replay(
     lat_s = lat["lat_ns"].to_numpy(np.float64) / 1e9
     lat["lane_wait_us"] = lane_waits(lat_s, trace_time, lane_of, speed) * 1e6
     windows = replay_windows(lat, trace_time, window_s, speed)
-    issue_s = lat["time_ms"].to_numpy(np.float64) / 1e3 - lat["lat_ns"].to_numpy(np.float64) / 1e9
+    issue_s = issue_times(lat)
     span = float(c.time_s[-1] - c.time_s[0])
     replay_span = float(issue_s.max() - issue_s.min()) * speed
     trace_rate = (n - 1) / span if span > 0 else float("nan")
