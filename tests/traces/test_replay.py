@@ -200,8 +200,9 @@ def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_ava
                    size=16 << 20, lanes=2, slip_us=0.0)
     assert light.log is not None
     # a request waits exactly when its lane's previous request (its wait plus its I/O)
-    # outlasted the 10 ms between the two; on a quiet machine none does, on a loaded CI
-    # machine some disk I/O takes longer, so the rule is checked, not a count
+    # outlasted the 10 ms between the two; on a quiet machine none does, on a loaded
+    # machine many disk I/Os take longer (13 % in CI, 55 % beside the other fio tests
+    # here), so the rule is checked, not a count
     log = light.log.sort_values("index")
     assert log["index"].tolist() == list(range(200))
     wait_s, lat_s = log["lane_wait_us"].to_numpy() / 1e6, log["lat_ns"].to_numpy() / 1e9
@@ -209,7 +210,6 @@ def test_a_real_replay_counts_lane_waits_only_where_busy(tmp_path: Path, fio_ava
     busy = wait_s[:-2] + lat_s[:-2] - gap  # how far each request's lane is still busy at its successor
     assert np.allclose(wait_s[2:], np.maximum(busy, 0.0), atol=1e-9)
     assert (wait_s[:2] == 0).all()
-    assert (wait_s > 0).mean() < 0.5  # most of a light trace's requests find their lane idle
     per_request = (light.log["lat_ns"] / 1e3 + light.log["lane_wait_us"]).mean()
     n = light.windows["replay_requests"].to_numpy()
     assert np.sum(light.windows["latency_mean_us"] * n) / n.sum() == pytest.approx(per_request, rel=1e-6)
