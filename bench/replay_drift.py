@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from collectors.devices.reference import create_reference, destroy_reference  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
-from trace_reference import TESTDATA, _cut  # noqa: E402
+from trace_reference import TESTDATA, _cut, window_drift  # noqa: E402
 from traces.replay import replay  # noqa: E402
 
 
@@ -40,11 +40,9 @@ def measure(trace: Path, target: str, window_s: float, repeats: int, slip_us: fl
     given = {} if slip_us is None else {"slip_us": slip_us}
     for _ in range(repeats):
         rep = replay(trace, target, destroy_data=True, window_s=window_s, **given)
-        known = rep.windows["window_drift"].dropna().abs()
-        runs.append({"drift": rep.drift, "worst": float(known.max()) if len(known) else float("nan"),
-                     "ok": float((known <= 0.02).mean()) if len(known) else float("nan"),
-                     "windows": len(known), "slip": getattr(rep, "slip_us", 0.0),
-                     "residual": getattr(rep, "residual_slip_us", float("nan"))})
+        worst, ok, windows = window_drift(rep.windows)
+        runs.append({"drift": rep.drift, "worst": worst, "ok": ok, "windows": windows,
+                     "slip": rep.slip_us, "residual": rep.residual_slip_us})
     return {"trace": trace.stem, "runs": runs}
 
 

@@ -166,15 +166,22 @@ def print_floor(floor: dict[str, Any], target: float = 0.15) -> None:
                   f" {target * 100:.0f} %")
 
 
+def window_drift(windows: pd.DataFrame) -> tuple[float, float, int]:
+    """(worst window's |drift|, share of windows within 2 %, windows with a drift) of a replay."""
+    known = windows["window_drift"].dropna().abs()
+    if not len(known):
+        return float("nan"), float("nan"), 0
+    return float(known.max()), float((known <= 0.02).mean()), len(known)
+
+
 def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: Path,
              device: str = DEVICE, ceiling: float = 1.0) -> dict[str, Any]:
     """One replay of ``trace``, both methods compared with it (open-loop capped at ``ceiling``)."""
     rep = replay(trace, target, destroy_data=True, window_s=window_s)
     w = rep.windows
-    known = w["window_drift"].dropna().abs()
+    worst, ok, _ = window_drift(w)
     row: dict[str, Any] = {"trace": trace.stem, "requests": rep.requests, "drift": rep.drift,
-                           "worst_window_drift": float(known.max()) if len(known) else float("nan"),
-                           "drift_ok": float((known <= 0.02).mean()) if len(known) else float("nan"),
+                           "worst_window_drift": worst, "drift_ok": ok,
                            "replay_limited": int(w["replay_limited"].sum()),
                            # the gap compensation (traces/replay_clock.py) and what the lanes still slipped
                            "slip_us": rep.slip_us, "residual_slip_us": rep.residual_slip_us}
