@@ -69,17 +69,20 @@ def tail_jumps(
     mean: np.ndarray,
     factor: float = JUMP_FACTOR,
     mean_factor: float = MEAN_FACTOR,
+    grid: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """Workloads whose ``tail`` is over ``factor`` times a neighbour's, or under 1/``factor``,
     while their mean latencies are within ``mean_factor``.
 
     The neighbours are the grid's (:func:`grid_neighbours`) and the same-load peers
     (:func:`same_load_peers`).  Both ends of a jump are marked: from either side the other
-    is what a model would have to interpolate across.
+    is what a model would have to interpolate across.  ``grid``: :func:`grid_neighbours`
+    of ``w``, when the caller has them already.
     """
     jump = np.zeros(len(w), dtype=bool)
-    for i, (grid, peers) in enumerate(zip(grid_neighbours(w), same_load_peers(w), strict=True)):
-        near = np.union1d(grid, peers)
+    grid = grid_neighbours(w) if grid is None else grid
+    for i, (steps, peers) in enumerate(zip(grid, same_load_peers(w), strict=True)):
+        near = np.union1d(steps, peers)
         if len(near) == 0:
             continue
         tail_step = np.abs(np.log(tail[near] / tail[i]))
@@ -116,7 +119,8 @@ def consistent_tail(w: np.ndarray, tail: np.ndarray, mean: np.ndarray) -> bool:
     False when too few workloads have a grid neighbour to tell (a sweep that is not a grid
     of queue depth x numjobs): the robust default then stays.
     """
-    has_neighbour = np.array([len(n) > 0 for n in grid_neighbours(w)], dtype=bool)
+    grid = grid_neighbours(w)
+    has_neighbour = np.array([len(n) > 0 for n in grid], dtype=bool)
     if len(w) == 0 or has_neighbour.mean() < MIN_GRID_SHARE:
         return False
-    return bool(tail_jumps(w, tail, mean)[has_neighbour].mean() < CONSISTENT_JUMPS)
+    return bool(tail_jumps(w, tail, mean, grid=grid)[has_neighbour].mean() < CONSISTENT_JUMPS)
