@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from collectors.ingest import EXTRA_METRICS
-from collectors.openloop import closed_loop_rows
 from modeling.errors import InvalidInput, NoData
+from modeling.store.open_loop_rows import closed_loop_rows
 from modeling.store import DataDir
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 

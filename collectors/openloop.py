@@ -37,12 +37,12 @@ from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.store.records import Sweep
 from modeling.store.scratch import is_scratch_file
+from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
 from modeling.workload import Workload
 
 if TYPE_CHECKING:
     from collectors.sweep_settings import SweepSettings
 
-OFFERED = "offered_iops"
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
 LIGHT_RATES = (200, 2000)
 LANES = 16
@@ -55,14 +55,6 @@ MIX_FIELDS = (
     "read_randomness",
     "write_randomness",
 )
-
-
-def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a measurement frame that are closed-loop points (no offered rate)."""
-    if OFFERED not in frame.columns:
-        return frame
-    offered = pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64)
-    return frame.loc[~np.isfinite(offered)]
 
 
 def open_loop_plan(

@@ -25,7 +25,8 @@ from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
 from traces.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
-from traces.utilisation import OFFERED, UtilisationCorrection, learn_correction, open_loop_rows
+from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows
+from traces.utilisation import UtilisationCorrection, learn_correction
 
 MIN_WINDOW_REQUESTS = 20
 
@@ -48,9 +49,7 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> Device
     if frame.empty or "queue_depth" not in frame:
         note = "no stored measurements: queue depths 1-64 assumed"
         return DeviceCurveSource(list(DEFAULT_LOADS), None, [note])
-    closed = frame
-    if OFFERED in frame.columns:
-        closed = frame[~np.isfinite(pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64))]
+    closed = closed_loop_rows(frame)
     nj = closed["numjobs"] if "numjobs" in closed else pd.Series(1, index=closed.index)
     loads = sorted({(int(q), int(j)) for q, j in zip(closed["queue_depth"], nj.fillna(1), strict=True)})
     correction = learn_correction(model, frame, loads) if len(open_loop_rows(frame)) else None

@@ -22,19 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from modeling.store.open_loop_rows import OFFERED, open_loop_rows
 from traces.coldpath import ColdPath, fit_cold_path, gap_adjustment
 from traces.openloop import PredictsFrame, predict_open_loop
 
-OFFERED = "offered_iops"
 KEY = ("write_ratio", "request_size", "randomness")
-
-
-def open_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The measured rows that are open-loop points (a finite ``offered_iops``)."""
-    if OFFERED not in frame.columns:
-        return frame.iloc[0:0]
-    offered = pd.to_numeric(frame[OFFERED], errors="coerce")
-    return frame.loc[np.isfinite(offered.to_numpy(np.float64))].reset_index(drop=True)
 
 
 @dataclass

@@ -47,6 +47,7 @@ from modeling.training.selection import (
     workload_groups,
 )
 from modeling.serving.physics import PERCENTILE_ORDER, PhysicsLimits, order_percentiles
+from modeling.store.open_loop_rows import closed_loop_rows
 from modeling.training.laws import choose_laws
 from modeling.training.tail_floor import consistent_tail
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
@@ -96,9 +97,8 @@ def training_rows(
         raise NoData(
             f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
         )
-    if "offered_iops" in frame.columns:
-        # open-loop points (collectors.openloop): their IOPS is the offered rate, not the device's
-        frame = frame.loc[~np.isfinite(pd.to_numeric(frame["offered_iops"], errors="coerce").to_numpy(float))]
+    # open-loop points (collectors.openloop): their IOPS is the offered rate, not the device's
+    frame = closed_loop_rows(frame)
     values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)
     clean = frame.loc[ok].reset_index(drop=True)

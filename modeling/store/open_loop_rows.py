@@ -1,0 +1,31 @@
+"""Which measured rows are open-loop points: one rule for training, export, and traces.
+
+An open-loop point (:mod:`collectors.openloop`: fio ``rate_iops`` with Poisson arrivals)
+stores the rate it offered in ``offered_iops``; a closed-loop point has none (NaN, or no
+such column).  Its IOPS is the offered rate, not the device's capacity, so training and
+export leave it out, and the trace predictor learns its light-load correction from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+OFFERED = "offered_iops"
+
+
+def open_loop_mask(frame: pd.DataFrame) -> np.ndarray:
+    """Per row: whether it is an open-loop point (a finite ``offered_iops``)."""
+    if OFFERED not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return np.isfinite(pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64))
+
+
+def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a measurement frame that are closed-loop points (no offered rate)."""
+    return frame.loc[~open_loop_mask(frame)]
+
+
+def open_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows that are open-loop points, renumbered from 0."""
+    return frame.loc[open_loop_mask(frame)].reset_index(drop=True)
