@@ -46,6 +46,11 @@ if TYPE_CHECKING:
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
 LIGHT_RATES = (200, 2000)
 LANES = 16
+# a point's mean and p99 need this many requests: at 200 IO/s a 2 s run has 400, and its
+# p99 is its fourth-slowest request (zram here: 43 us, then 15 us in the next sweep).
+# Sparse points run longer, up to MAX_POINT_MS.
+MIN_REQUESTS = 1500
+MAX_POINT_MS = 10_000
 MIX_FIELDS = (
     "write_ratio",
     "request_size",
@@ -89,6 +94,12 @@ def open_loop_plan(
     return plan
 
 
+def point_runtime_ms(rate_iops: float, runtime_ms: int, min_requests: int = MIN_REQUESTS) -> int:
+    """A point's runtime: the sweep's, or long enough for ``min_requests`` at ``rate_iops`` (capped)."""
+    needed = int(np.ceil(1000.0 * min_requests / max(rate_iops, 1.0)))
+    return max(runtime_ms, min(needed, MAX_POINT_MS))
+
+
 def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings) -> str:
     """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs."""
     per_job = max(int(round(rate_iops / workload.numjobs)), 1)
@@ -105,18 +116,23 @@ def measure_open_loop(
     max_mixes: int | None = None,
     runner: Callable[..., str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    min_requests: int = MIN_REQUESTS,
 ) -> Sweep:
-    """Run the open-loop points of ``device`` (see the module docstring) and store them as one sweep."""
+    """Run the open-loop points of ``device`` (see the module docstring) and store them as one sweep.
+
+    A sparse point runs long enough for ``min_requests`` requests (:func:`point_runtime_ms`).
+    """
     if runner is None:
         from collectors.fio.runner import run_fio
 
         runner = run_fio
     plan = open_loop_plan(datadir.catalog.measurements(device), fractions, max_mixes)
-    timeout = (settings.runtime_ms + settings.ramp_ms) / 1000.0 + 120.0
     rows: list[dict[str, Any]] = []
     raws: list[str | None] = []
     for i, (workload, rate) in enumerate(plan):
-        text = runner(build_open_loop_job(workload, rate, settings), timeout=timeout)
+        point = replace(settings, runtime_ms=point_runtime_ms(rate, settings.runtime_ms, min_requests))
+        timeout = (point.runtime_ms + point.ramp_ms) / 1000.0 + 120.0
+        text = runner(build_open_loop_job(workload, rate, point), timeout=timeout)
         doc = load_fio_json(text, source="open-loop point")
         row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
         row.update(effective_workload(workload).as_row())
@@ -126,7 +142,8 @@ def measure_open_loop(
         raws.append(text)
         if progress:
             progress(i + 1, len(plan))
-    info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync"}
+    info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
+            "min_requests": min_requests}
     return datadir.catalog.add_measurements(device, rows, source="open-loop", info=info, raws=raws)
 
 
@@ -137,6 +154,7 @@ def measure_after_sweep(
     settings: SweepSettings,
     fractions: Sequence[float],
     progress: Callable[[int, int], None] | None = None,
+    min_requests: int = MIN_REQUESTS,
 ) -> Sweep:
     """The open-loop points of a finished closed-loop sweep, on its target with its span and timing."""
     if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
@@ -156,4 +174,5 @@ def measure_after_sweep(
         runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms,
     )
     runner = partial(run_fio, binary=settings.fio)
-    return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress)
+    return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress,
+                             min_requests=min_requests)

@@ -65,8 +65,7 @@ def predict_table(
     win = char.windows
     pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling)
     if method == "open-loop" and source.correction is not None:
-        util = pred["utilisation"].to_numpy(np.float64)
-        mean_f, p99_f = source.correction.factors(win, util, char.gap_hist)
+        mean_f, p99_f = source.correction.factors(win, pred, char.gap_hist)
         for col, f in (("pred_latency_mean_us", mean_f), ("pred_latency_p99_us", p99_f)):
             for suffix in ("", "_lower", "_upper"):
                 pred[col + suffix] = pred[col + suffix] * f

@@ -1,75 +1,164 @@
-"""Open-loop latency against utilisation, learned from a device's measured open-loop points.
+"""The open-loop prediction corrected by a device's measured open-loop points.
 
-The closed-loop curve cannot see what sparse arrivals do: between them the I/O path goes
-cold (caches, CPU idle states, interrupt moderation), so light-load latency is not the QD1
-latency (a loop device over tmpfs here: 71 us at 400 IO/s Poisson, 37 us closed loop at
-QD1, 32 us at 5,000 IO/s).  Where the device has open-loop points (fio ``rate_iops`` with
-``rate_process=poisson``, stored with their ``offered_iops``), each point gives the ratio of
-its measured latency to what the closed-loop method predicts for it.  A window's
-prediction is multiplied by that ratio, interpolated over utilisation (offered / capacity)
-on the measured workload nearest to the window's (write ratio, log2 size, randomness);
-outside the measured utilisations the nearest end's ratio holds.  A device without such
-points keeps the closed-loop method's answer.  Given a window's inter-arrival gaps, the
-ratio's cold-path part is rescaled by those gaps (:mod:`traces.coldpath`), since a burst
-of back-to-back requests runs hot whatever the window's mean rate.
+The closed-loop curve cannot see two things an open-loop stream meets, and the open-loop
+points (fio ``rate_iops`` with ``rate_process=poisson``, stored with their
+``offered_iops``) measure both.  The method's prediction of a window
+(:func:`traces.openloop.predict_open_loop`) is split into its two parts: the *service*
+time at the fluid in-flight count (``L_f / lam``) and the *wait* the queue adds to it
+(Poisson arrivals on the flow-equivalent server, scaled by burstiness).  Then:
+
+* **The cold path** scales the service part.  Between sparse arrivals the I/O path goes
+  cold (caches, CPU idle states, interrupt moderation), so light-load latency is not the
+  QD1 latency (a loop device over tmpfs here: 71 us at 400 IO/s Poisson, 37 us closed
+  loop at QD1, 32 us at 5,000 IO/s).  Per measured workload mix the points give the ratio
+  ``b + c (1 - exp(-gap / tau))`` over each request's idle gap (:mod:`traces.coldpath`);
+  a window gets it over its own gaps.
+* **The visible wait** scales the wait part: the share of the queueing the model predicts
+  that shows in the latency fio measures.  On a device with a queue of its own (an SSD
+  behind the block layer) a request waits after fio timestamps its issue, and the share
+  is 1.  On a synchronous, CPU-bound device (zram, a loop device over tmpfs) it runs to
+  completion on the CPU that issues it, and a request that has to wait, waits for a CPU
+  *before* its issue timestamp: measured on zram, 1 MiB random reads took 253 us at
+  6,656 IO/s (60 % of capacity), where the queue predicts 234 us of service and 181 us
+  of wait, and a timed replay measured 240-290 us from 20 % to 120 % of capacity.  The
+  share is one number per device, chosen on a grid from 0 to 1 as the one whose fit
+  (cold path refitted for it) has the smallest squared log error over all the device's
+  points; ties keep 1, the queue as the method predicts it.
+
+A window's mean latency is ``ratio x service + share x wait`` (its p99: the same with the
+p99's own cold path, the service p99 and ``ln(100) x wait``), its workload mix the measured
+one nearest to it (write ratio, log2 size, randomness).  Points that were served well
+below their offered rate were saturated, not open loop: they are left out.  A device
+without open-loop points keeps the method's answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
 from modeling.store.open_loop_rows import OFFERED, open_loop_rows
-from traces.coldpath import ColdPath, fit_cold_path, gap_adjustment
+from traces.coldpath import MIN_POINTS, ColdPath, fit_cold_path
 from traces.openloop import PredictsFrame, predict_open_loop
 
 KEY = ("write_ratio", "request_size", "randomness")
+SHARES = np.linspace(1.0, 0.0, 21)  # from 1 down: ties keep the larger share
+# a point served below this share of its offered rate was saturated, not open loop
+MIN_SERVED = 0.9
+LN100 = float(np.log(100))
+# the cold path is fitted on the points up to this utilisation (with at least MIN_POINTS of
+# them): above it the service ratio is a small correction of a large wait, and noisy
+COLD_MAX_UTILISATION = 0.35
+
+
+@dataclass(frozen=True)
+class LatencyParts:
+    """A prediction's mean latency split into service and wait, and its p99's service part (us)."""
+
+    service: np.ndarray
+    wait: np.ndarray
+    service_p99: np.ndarray
+
+    @classmethod
+    def of(cls, pred: pd.DataFrame, rate: np.ndarray) -> LatencyParts:
+        """The parts of :func:`traces.openloop.predict_open_loop`'s answer at offered ``rate``."""
+        mean = pred["pred_latency_mean_us"].to_numpy(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            service = np.minimum(pred["pred_fluid_inflight"].to_numpy(np.float64) / rate * 1e6, mean)
+        wait = np.maximum(mean - service, 0.0)
+        p99 = pred["pred_latency_p99_us"].to_numpy(np.float64)
+        return cls(service, wait, np.maximum(p99 - LN100 * wait, service))
+
+
+def _key_rows(frame: pd.DataFrame) -> np.ndarray:
+    return np.column_stack([
+        frame["write_ratio"].to_numpy(np.float64),
+        np.log2(frame["request_size"].to_numpy(np.float64)),
+        frame["randomness"].to_numpy(np.float64),
+    ])
+
+
+@dataclass(frozen=True)
+class MixCorrection:
+    """One measured workload mix: the cold paths of its service ratios (mean, p99), and what the
+    points measured beyond them (log residuals over log offered rate)."""
+
+    cold_mean: ColdPath
+    cold_p99: ColdPath
+    log_rate: np.ndarray  # increasing
+    resid_mean: np.ndarray
+    resid_p99: np.ndarray
+
+    def ratios(self, rate: np.ndarray, hist: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Service ratios of the mean and the p99 of windows at ``rate`` with gap histograms ``hist``."""
+        out = []
+        for cold, resid in ((self.cold_mean, self.resid_mean), (self.cold_p99, self.resid_p99)):
+            measured = np.exp(np.interp(np.log(rate), self.log_rate, resid))
+            out.append(cold.poisson(rate) * measured * cold.adjustment(rate, hist))
+        return out[0], out[1]
 
 
 @dataclass
 class UtilisationCorrection:
-    """Per measured workload: utilisation and log latency ratios (mean, p99), sorted by utilisation."""
+    """Per measured workload mix its :class:`MixCorrection`; the device's visible share of the wait."""
 
     keys: np.ndarray  # (g, 3): write ratio, log2 size, randomness
-    curves: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-    cold: list[tuple[ColdPath | None, ColdPath | None]] | None = None  # per group: mean, p99
+    mixes: list[MixCorrection]
+    visible_wait: float
 
     def factors(
-        self, windows: pd.DataFrame, utilisation: np.ndarray, gap_hist: np.ndarray | None = None
+        self, windows: pd.DataFrame, pred: pd.DataFrame, gap_hist: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and p99 latency multipliers for each window (1 where saturated).
+        """Mean and p99 latency multipliers of ``pred`` for each window (1 where saturated).
 
-        ``gap_hist`` (the characterisation's per-window gap histogram) rescales the
-        cold-path part by the window's own gaps instead of Poisson gaps at its rate.
+        ``gap_hist`` (the characterisation's per-window gap histogram) rescales the cold
+        path by each window's own gaps instead of Poisson gaps at its rate.
         """
-        q = np.column_stack(
-            [
-                windows["write_ratio"].to_numpy(np.float64),
-                np.log2(windows["request_size"].to_numpy(np.float64)),
-                windows["randomness"].to_numpy(np.float64),
-            ]
-        )
         # a size doubling counts as much as a quarter of the write-ratio range
-        dist = np.abs(q[:, None, :] - self.keys[None, :, :]) * np.array([1.0, 0.25, 1.0])
+        dist = np.abs(_key_rows(windows)[:, None, :] - self.keys[None, :, :]) * np.array([1.0, 0.25, 1.0])
         nearest = np.argmin(dist.sum(axis=2), axis=1)
-        mean_f = np.ones(len(windows))
-        p99_f = np.ones(len(windows))
-        rate = windows["iops"].to_numpy(np.float64) if "iops" in windows else None
-        for i, g in enumerate(nearest):
-            if not utilisation[i] < 1:
-                continue
-            u, lm, lp = self.curves[g]
-            mean_f[i] = float(np.exp(np.interp(utilisation[i], u, lm)))
-            p99_f[i] = float(np.exp(np.interp(utilisation[i], u, lp)))
-            if gap_hist is not None and rate is not None and self.cold is not None:
-                cm, cp = self.cold[g]
-                r, h = rate[i : i + 1], gap_hist[i : i + 1]
-                mean_f[i] *= float(gap_adjustment(cm, r, h)[0])
-                p99_f[i] *= float(gap_adjustment(cp, r, h)[0])
+        rate = windows["iops"].to_numpy(np.float64)
+        parts = LatencyParts.of(pred, rate)
+        mean = pred["pred_latency_mean_us"].to_numpy(np.float64)
+        p99 = pred["pred_latency_p99_us"].to_numpy(np.float64)
+        live = ~pred["saturated"].to_numpy(bool) & (mean > 0) & (p99 > 0) & (rate > 0)
+        mean_f, p99_f = np.ones(len(windows)), np.ones(len(windows))
+        v = self.visible_wait
+        for g in np.unique(nearest[live]):
+            i = np.flatnonzero(live & (nearest == g))
+            rm, rp = self.mixes[g].ratios(rate[i], None if gap_hist is None else gap_hist[i])
+            mean_f[i] = (rm * parts.service[i] + v * parts.wait[i]) / mean[i]
+            p99_f[i] = (rp * parts.service_p99[i] + v * LN100 * parts.wait[i]) / p99[i]
         return mean_f, p99_f
+
+
+def _light(idx: np.ndarray, utilisation: np.ndarray) -> np.ndarray:
+    """The group's points the cold path is fitted on: those up to COLD_MAX_UTILISATION, if enough."""
+    light = idx[utilisation[idx] <= COLD_MAX_UTILISATION]
+    return light if len(light) >= MIN_POINTS else idx
+
+
+def _fit_groups(
+    groups: list[np.ndarray], utilisation: np.ndarray, rate: np.ndarray, y: np.ndarray, service: np.ndarray,
+    wait: np.ndarray, share: float,
+) -> tuple[float, list[ColdPath]]:
+    """Cold paths of ``y = ratio x service + share x wait`` per group, and the fit's squared log error."""
+    sse, paths = 0.0, []
+    for idx in groups:
+        rest = y[idx] - share * wait[idx]
+        if np.any(rest <= 0):  # the wait alone is over what was measured: this share cannot be
+            return np.inf, []
+        light = _light(idx, utilisation)
+        cold = fit_cold_path(rate[light], np.log((y[light] - share * wait[light]) / service[light]))
+        assert cold is not None  # every point is usable
+        fit = cold.poisson(rate[idx]) * service[idx] + share * wait[idx]
+        sse += float(np.sum(np.log(fit / y[idx]) ** 2))
+        paths.append(cold)
+    return sse, paths
 
 
 def learn_correction(
@@ -77,7 +166,10 @@ def learn_correction(
 ) -> UtilisationCorrection | None:
     """Fit the correction from open-loop points (rows with ``offered_iops``); None without any."""
     pts = open_loop_rows(points)
-    pts = pts[(pts["latency_mean_us"] > 0) & (pts["latency_p99_us"] > 0)].reset_index(drop=True)
+    pts = pts[(pts["latency_mean_us"] > 0) & (pts["latency_p99_us"] > 0)]
+    if "iops" in pts:
+        pts = pts[~(pts["iops"] < MIN_SERVED * pts[OFFERED])]
+    pts = pts.reset_index(drop=True)
     if pts.empty:
         return None
     win = pts.copy()
@@ -91,24 +183,37 @@ def learn_correction(
         if f not in win or win[f].isna().any():
             win[f] = 1 if src is None else win[src]
     pred = predict_open_loop(model, win, loads)
-    ok = ~pred["saturated"].to_numpy(bool)
+    rate = win["iops"].to_numpy(np.float64)
+    parts = LatencyParts.of(pred, rate)
+    ok = ~pred["saturated"].to_numpy(bool) & (parts.service > 0)
     if not ok.any():
         return None
-    pts, pred = pts[ok].reset_index(drop=True), pred[ok].reset_index(drop=True)
-    log_mean = np.log(pts["latency_mean_us"].to_numpy(np.float64) / pred["pred_latency_mean_us"].to_numpy())
-    log_p99 = np.log(pts["latency_p99_us"].to_numpy(np.float64) / pred["pred_latency_p99_us"].to_numpy())
-    util = pred["utilisation"].to_numpy(np.float64)
-    rate = pts[OFFERED].to_numpy(np.float64)
-    groups = pts[list(KEY)].round({"write_ratio": 3, "randomness": 3}).astype(np.float64)
-    keys, curves, cold = [], [], []
-    for key, idx in groups.groupby(list(KEY)).indices.items():
-        cold.append((fit_cold_path(rate[idx], util[idx], log_mean[idx]),
-                     fit_cold_path(rate[idx], util[idx], log_p99[idx])))
-        order = idx[np.argsort(util[idx])]
-        # repeats of one offered rate are averaged on the log scale
-        u, inv = np.unique(np.round(util[order], 6), return_inverse=True)
-        lm = np.bincount(inv, log_mean[order]) / np.bincount(inv)
-        lp = np.bincount(inv, log_p99[order]) / np.bincount(inv)
-        keys.append([key[0], np.log2(key[1]), key[2]])
-        curves.append((u, lm, lp))
-    return UtilisationCorrection(np.array(keys, dtype=np.float64), curves, cold)
+    keep = np.flatnonzero(ok)
+    pts, rate = pts.iloc[keep].reset_index(drop=True), rate[keep]
+    service, wait, service_p99 = parts.service[keep], parts.wait[keep], parts.service_p99[keep]
+    util = pred["utilisation"].to_numpy(np.float64)[keep]
+    y_mean = pts["latency_mean_us"].to_numpy(np.float64)
+    y_p99 = pts["latency_p99_us"].to_numpy(np.float64)
+    by_mix = pts[list(KEY)].round({"write_ratio": 3, "randomness": 3}).astype(np.float64).groupby(list(KEY))
+    keys = [[k[0], np.log2(k[1]), k[2]] for k in by_mix.indices]
+    groups = list(by_mix.indices.values())
+    # the share of the wait that shows: one number per device, fitted on the mean latency
+    fit = partial(_fit_groups, groups, util, rate, y_mean, service, wait)
+    share = float(min(SHARES, key=lambda s: fit(float(s))[0]))
+    _, cold_mean = fit(share)
+    # a point whose p99 is under its mean's share of the wait: its whole p99 is the service's
+    rest = y_p99 - share * LN100 * wait
+    log_p99 = np.log(np.where(rest > 0, rest, y_p99) / service_p99)
+    log_mean = np.log((y_mean - share * wait) / service)
+    mixes = []
+    for idx, cm in zip(groups, cold_mean, strict=True):
+        light = _light(idx, util)
+        cp = fit_cold_path(rate[light], log_p99[light])
+        assert cp is not None
+        # what each point measured beyond the cold path, repeats of a rate averaged on the log scale
+        lr, inv = np.unique(np.round(np.log(rate[idx]), 6), return_inverse=True)
+        n = np.bincount(inv)
+        rm = np.bincount(inv, log_mean[idx] - np.log(cm.poisson(rate[idx]))) / n
+        rp = np.bincount(inv, log_p99[idx] - np.log(cp.poisson(rate[idx]))) / n
+        mixes.append(MixCorrection(cm, cp, lr, rm, rp))
+    return UtilisationCorrection(np.array(keys, dtype=np.float64), mixes, share)

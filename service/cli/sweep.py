@@ -110,6 +110,9 @@ def sweep(
     open_loop: Annotated[str | None, typer.Option(
         "--open-loop", help="then Poisson-arrival points at these fractions of each mix's measured capacity, "
         "e.g. 0.1,0.3,0.6,0.9 (trace predictions learn light-load latency from them)")] = None,
+    open_loop_requests: Annotated[int, typer.Option(
+        "--open-loop-requests", min=1, help="a sparse open-loop point runs long enough for this many "
+        "requests (at most 10 s)")] = 1500,
     json_output: JsonOption = False,
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
@@ -162,6 +165,7 @@ def sweep(
             open_sweep = measure_after_sweep(
                 data, device, result, settings, fractions,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
+                min_requests=open_loop_requests,
             )
             open_id = open_sweep.id
     _present(device, the_plan.name, result, json_output, open_id)

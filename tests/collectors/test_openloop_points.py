@@ -9,14 +9,19 @@ import pandas as pd
 import pytest
 
 from collectors.fio.jobs import JobSettings
-from collectors.openloop import build_open_loop_job, measure_open_loop, open_loop_plan
+from collectors.openloop import (
+    MAX_POINT_MS,
+    build_open_loop_job,
+    measure_open_loop,
+    open_loop_plan,
+    point_runtime_ms,
+)
 from modeling.errors import InvalidInput, NoData
 from modeling.training.fit import training_rows
 from modeling.store import DataDir
 from modeling.workload import Workload
 from tests.traces.fake_devices import FakeMMcDevice
 from traces.predict import device_source
-from traces.utilisation import learn_correction
 
 
 def _closed_rows() -> list[dict[str, float]]:
@@ -60,7 +65,8 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     target = tmp_path / "t.img"
     target.write_bytes(np.random.default_rng(0).integers(0, 256, 16 << 20, dtype=np.uint8).tobytes())
     job = JobSettings(target=str(target), engine="libaio", size=16 << 20, runtime_ms=1000)
-    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25))
+    # 400 requests are enough here: both points keep the 1 s runtime
+    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25), min_requests=400)
     assert sweep.source == "open-loop" and sweep.n_points == 2
     frame = d.catalog.measurements("dev")
     ol = frame[np.isfinite(frame["offered_iops"])]
@@ -73,23 +79,6 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     _, _, clean = training_rows(frame.iloc[[0, 1, 2, 0, 1, 2, 3, 4]].reset_index(drop=True).pipe(
         lambda f: pd.concat([f] * 2, ignore_index=True)))
     assert clean["offered_iops"].isna().all()
-
-
-def test_correction_is_measured_over_predicted_at_the_points_utilisation() -> None:
-    mu = 10_000.0
-    dev = FakeMMcDevice(mu, 1)
-    base = dict(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0, numjobs=16)
-    # measured: twice the M/M/1 mean at 10 % load (a cold path), equal to it at 50 %
-    pts = pd.DataFrame([
-        {**base, "offered_iops": 1000.0, "latency_mean_us": 2e6 / (mu - 1000), "latency_p99_us": 1e9},
-        {**base, "offered_iops": 5000.0, "latency_mean_us": 1e6 / (mu - 5000), "latency_p99_us": 1e9},
-    ])
-    corr = learn_correction(dev, pts, [(1, 1), (2, 1)])
-    assert corr is not None
-    win = pd.DataFrame([base] * 4)
-    mean_f, _ = corr.factors(win, np.array([0.05, 0.1, 0.3, 1.2]))
-    # clamped, measured, interpolated on the log scale, saturated
-    assert mean_f == pytest.approx([2.0, 2.0, 2**0.5, 1.0])
 
 
 def test_trace_prediction_uses_the_open_loop_points(tmp_path: Path) -> None:
@@ -118,7 +107,8 @@ def test_sweep_cli_open_loop_option(
     get_settings.cache_clear()
     args = ["sweep", "--device", "f", "--target", str(tmp_path / "t.img"), "--size", "16MiB",
             "--plan", "grid", "--write-ratios", "0", "--queue-depths", "1,4", "--sizes", "4k",
-            "--randomness", "1", "--runtime", "500ms", "--open-loop", "0.2", "--json"]
+            "--randomness", "1", "--runtime", "500ms", "--open-loop-requests", "100", "--open-loop", "0.2",
+            "--json"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -128,3 +118,9 @@ def test_sweep_cli_open_loop_option(
     assert len(ol) >= 1 and (ol["engine"] == "psync").all()
     res = CliRunner().invoke(app, [*args[:-3], "--open-loop", "2", "--json"])
     assert res.exit_code == 2 and "fractions" in res.output
+
+
+def test_sparse_points_run_long_enough_for_their_requests() -> None:
+    assert point_runtime_ms(200, 2000, 1500) == 7500  # 1,500 requests at 200 IO/s
+    assert point_runtime_ms(20_000, 2000, 1500) == 2000  # the sweep's runtime already holds them
+    assert point_runtime_ms(1, 2000, 1500) == MAX_POINT_MS

@@ -5,15 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from tests.traces.fake_devices import FakeMMcDevice
 from tests.traces.helpers import write_generic
 from traces.characterize import characterize
-from traces.coldpath import ColdPath, fit_cold_path, gap_adjustment
+from traces.coldpath import ColdPath, fit_cold_path
 from traces.stats import GAP_EDGES, gap_histogram
-from traces.utilisation import learn_correction
 
 
 def _hist(gaps: np.ndarray) -> np.ndarray:
@@ -23,13 +20,14 @@ def _hist(gaps: np.ndarray) -> np.ndarray:
 def test_fit_recovers_a_known_cold_path() -> None:
     truth = ColdPath(1.2, 5.0, 1e-3)
     rate = np.array([100.0, 300.0, 1000.0, 3000.0, 10_000.0])
-    util = rate / 100_000
-    fit = fit_cold_path(rate, util, np.log(truth.poisson(rate)))
+    fit = fit_cold_path(rate, np.log(truth.poisson(rate)))
     assert fit is not None
     assert fit.b == pytest.approx(1.2, rel=0.05) and fit.c == pytest.approx(5.0, rel=0.05)
     assert fit.tau == pytest.approx(1e-3, rel=0.1)
-    # points above COLD_MAX_UTILISATION are queueing, not the cold path: too few left
-    assert fit_cold_path(rate, util * 100, np.log(truth.poisson(rate))) is None
+    # two points are too few for a curve: the flat ratio through them (their geometric mean)
+    two = fit_cold_path(rate[:2], np.log([2.0, 8.0]))
+    assert two == ColdPath(pytest.approx(4.0), 0.0, 1.0)
+    assert fit_cold_path(rate[:2], np.array([np.nan, np.nan])) is None
 
 
 def test_poisson_gaps_keep_the_rate_correction_and_bursts_run_hot() -> None:
@@ -37,16 +35,16 @@ def test_poisson_gaps_keep_the_rate_correction_and_bursts_run_hot() -> None:
     rng = np.random.default_rng(0)
     rate = np.array([1000.0])
     poisson = _hist(rng.exponential(1 / rate[0], 20_000))
-    assert gap_adjustment(cold, rate, poisson)[0] == pytest.approx(1.0, abs=0.03)
+    assert cold.adjustment(rate, poisson)[0] == pytest.approx(1.0, abs=0.03)
     # the same mean rate as runs of 50 requests 20 us apart with idle time between runs:
     # most requests follow the previous one closely and see the hot path
     gaps = np.tile(np.r_[np.full(49, 20e-6), 50e-3 - 49 * 20e-6], 400)
-    adj = gap_adjustment(cold, rate, _hist(gaps))[0]
+    adj = cold.adjustment(rate, _hist(gaps))[0]
     expected = cold.gaps(_hist(gaps))[0] / cold.poisson(rate)[0]
     assert adj == pytest.approx(expected) and adj < 0.5
-    # no cold path fitted, or no gaps in a window: the rate-only correction stays
-    assert gap_adjustment(None, rate, poisson)[0] == 1.0
-    assert gap_adjustment(cold, rate, np.zeros_like(poisson))[0] == 1.0
+    # no gaps in a window, or no cold path: the rate-only correction stays
+    assert cold.adjustment(rate, np.zeros_like(poisson))[0] == 1.0
+    assert ColdPath(2.0, 0.0, 1.0).adjustment(rate, _hist(gaps))[0] == 1.0
 
 
 def test_characterisation_keeps_each_windows_gaps(tmp_path: Path) -> None:
@@ -58,24 +56,3 @@ def test_characterisation_keeps_each_windows_gaps(tmp_path: Path) -> None:
     assert char.gap_hist.sum(axis=1).tolist() == [9, 4]  # gaps within each window
     ms = int(np.searchsorted(GAP_EDGES, 1e-3 * 1.0001))
     assert char.gap_hist[0, ms - 1 : ms + 1].sum() == 9
-
-
-def test_learnt_correction_carries_the_cold_path_to_bursty_windows() -> None:
-    mu = 100_000.0
-    dev = FakeMMcDevice(mu, 1)
-    truth = ColdPath(1.0, 3.0, 2e-3)
-    base = dict(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0, numjobs=16)
-    rates = [100.0, 500.0, 2000.0, 10_000.0]
-    pts = pd.DataFrame([
-        {**base, "offered_iops": r, "latency_p99_us": 1e9,
-         "latency_mean_us": 1e6 / (mu - r) * float(truth.poisson(np.array([r]))[0])} for r in rates
-    ])
-    corr = learn_correction(dev, pts, [(1, 1), (2, 1)])
-    assert corr is not None and corr.cold is not None and corr.cold[0][0] is not None
-    win = pd.DataFrame([{**base, "iops": 1000.0}])
-    util = np.array([0.01])
-    plain, _ = corr.factors(win, util)
-    gaps = np.tile(np.r_[np.full(49, 20e-6), 50e-3 - 49 * 20e-6], 20)
-    bursty, _ = corr.factors(win, util, _hist(gaps))
-    assert bursty[0] < 0.6 * plain[0]
-    assert bursty[0] == pytest.approx(float(truth.gaps(_hist(gaps))[0]), rel=0.1)

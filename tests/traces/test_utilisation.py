@@ -1,0 +1,116 @@
+"""The open-loop correction (traces.utilisation): cold path on the service part, visible share of the wait."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.traces.fake_devices import FakeMMcDevice
+from tests.traces.test_coldpath import _hist
+from traces.coldpath import ColdPath
+from traces.openloop import predict_open_loop
+from traces.utilisation import LatencyParts, learn_correction
+
+MU = 10_000.0
+LOADS = [(1, 1), (2, 1)]
+BASE = dict(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0, numjobs=16)
+
+
+def _windows(rates: list[float], **over: float) -> pd.DataFrame:
+    rows = [{**BASE, **over, "iops": r, "arrival_cv2": 1.0, "window_start_s": 10.0 * i,
+             "window_end_s": 10.0 * i + 1.0} for i, r in enumerate(rates)]
+    win = pd.DataFrame(rows)
+    for f, src in (("read_size", "request_size"), ("write_size", "request_size"),
+                   ("read_randomness", "randomness"), ("write_randomness", "randomness")):
+        win[f] = win[src]
+    return win
+
+
+def _points(rates: list[float], mean_us: list[float], **over: float) -> pd.DataFrame:
+    return pd.DataFrame([{**BASE, **over, "offered_iops": r, "iops": r, "latency_mean_us": m,
+                          "latency_p99_us": 5 * m} for r, m in zip(rates, mean_us, strict=True)])
+
+
+def _corrected(corr, win: pd.DataFrame, hist: np.ndarray | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    pred = predict_open_loop(FakeMMcDevice(MU, 1), win, LOADS)
+    mean_f, _ = corr.factors(win, pred, hist)
+    return pred["pred_latency_mean_us"].to_numpy() * mean_f
+
+
+def test_the_prediction_splits_into_service_and_wait() -> None:
+    win = _windows([1000.0, 5000.0])
+    pred = predict_open_loop(FakeMMcDevice(MU, 1), win, LOADS)
+    parts = LatencyParts.of(pred, win["iops"].to_numpy())
+    # M/M/1: service 1/mu, wait rho/(mu - lam)
+    assert parts.service == pytest.approx([100.0, 100.0], rel=1e-6)
+    assert parts.wait == pytest.approx([1e6 * 0.1 / 9000, 1e6 * 0.5 / 5000], rel=1e-3)
+
+
+def test_a_queue_that_shows_keeps_the_wait_and_learns_the_cold_path() -> None:
+    # measured: the M/M/1 wait in full, on a service time that is cold at sparse arrivals
+    truth = ColdPath(1.0, 3.0, 2e-3)
+    rates = [100.0, 500.0, 2000.0, 5000.0, 8000.0]
+    mm1 = [1e6 / MU * float(truth.poisson(np.array([r]))[0]) + 1e6 * (r / MU) / (MU - r) for r in rates]
+    corr = learn_correction(FakeMMcDevice(MU, 1), _points(rates, mm1), LOADS)
+    assert corr is not None and corr.visible_wait == 1.0
+    got = _corrected(corr, _windows([300.0, 1000.0, 6500.0]))
+    want = [1e6 / MU * float(truth.poisson(np.array([r]))[0]) + 1e6 * (r / MU) / (MU - r)
+            for r in (300.0, 1000.0, 6500.0)]
+    assert got == pytest.approx(want, rel=0.08)
+
+
+def test_a_wait_that_does_not_show_is_left_out() -> None:
+    # a synchronous CPU-bound device: the wait comes before fio's issue timestamp, so the
+    # measured latency stays at the service time whatever the load
+    rates = [100.0, 500.0, 2000.0, 5000.0, 8000.0]
+    corr = learn_correction(FakeMMcDevice(MU, 1), _points(rates, [100.0] * 5), LOADS)
+    assert corr is not None and corr.visible_wait == 0.0
+    win = _windows([3000.0, 7000.0, 9000.0])
+    assert _corrected(corr, win) == pytest.approx([100.0, 100.0, 100.0], rel=0.02)
+    # bursty arrivals add wait to the method's prediction, and none of it shows either
+    assert _corrected(corr, win.assign(arrival_cv2=4.0)) == pytest.approx([100.0] * 3, rel=0.02)
+
+
+def test_a_burst_runs_on_the_hot_path() -> None:
+    truth = ColdPath(1.0, 3.0, 2e-3)
+    rates = [100.0, 500.0, 2000.0, 3000.0]
+    pts = _points(rates, [1e6 / MU * float(truth.poisson(np.array([r]))[0]) for r in rates])
+    corr = learn_correction(FakeMMcDevice(MU, 1), pts, LOADS)
+    assert corr is not None
+    win = _windows([1000.0])
+    plain = _corrected(corr, win)[0]
+    gaps = np.tile(np.r_[np.full(49, 20e-6), 50e-3 - 49 * 20e-6], 20)
+    bursty = _corrected(corr, win, _hist(gaps))[0]
+    assert bursty < 0.6 * plain
+    assert bursty == pytest.approx(1e6 / MU * float(truth.gaps(_hist(gaps))[0]), rel=0.15)
+
+
+def test_saturated_points_and_windows_are_not_corrected() -> None:
+    rates = [100.0, 500.0, 2000.0]
+    pts = _points(rates, [300.0, 200.0, 150.0])
+    # a point served well under its offered rate was saturated: not an open-loop measurement
+    sat = _points([9000.0], [1e6])
+    sat["iops"] = 6000.0
+    with_sat = learn_correction(FakeMMcDevice(MU, 1), pd.concat([pts, sat], ignore_index=True), LOADS)
+    without = learn_correction(FakeMMcDevice(MU, 1), pts, LOADS)
+    assert with_sat is not None and without is not None
+    win = _windows([1000.0, 12_000.0])
+    assert _corrected(with_sat, win) == pytest.approx(_corrected(without, win))
+    pred = predict_open_loop(FakeMMcDevice(MU, 1), win, LOADS)
+    mean_f, p99_f = without.factors(win, pred)
+    assert mean_f[1] == 1.0 and p99_f[1] == 1.0  # the saturated window keeps the backlog prediction
+
+
+def test_each_window_takes_the_nearest_measured_mix() -> None:
+    reads = _points([100.0, 1000.0, 3000.0], [200.0] * 3)
+    writes = _points([100.0, 1000.0, 3000.0], [400.0] * 3, write_ratio=1.0)
+    corr = learn_correction(FakeMMcDevice(MU, 1), pd.concat([reads, writes], ignore_index=True), LOADS)
+    assert corr is not None and len(corr.mixes) == 2
+    got = [_corrected(corr, _windows([2000.0], write_ratio=wr))[0] for wr in (0.1, 0.9)]
+    assert got == pytest.approx([200.0, 400.0], rel=0.1)
+
+
+def test_no_usable_points_no_correction() -> None:
+    pts = _points([100.0], [0.0])
+    assert learn_correction(FakeMMcDevice(MU, 1), pts, LOADS) is None
