@@ -16,12 +16,15 @@ from service.api.main import create_app
 from service.cli.main import app
 from service.config import get_settings
 from tests.traces.helpers import DATA, sequential_writes, write_generic
-from traces.validate import validate_trace
+from traces.validate import MIN_P99_REQUESTS, validate_trace
 
 
 def _check_errors(windows: list[dict], metric: str) -> None:
     for w in windows:
         if w.get(metric) is None or w.get(f"pred_{metric}") is None:
+            continue
+        if metric == "latency_p99_us" and w["requests"] < MIN_P99_REQUESTS:
+            assert w[f"{metric}_rel_error"] is None  # a p99 of a few requests is not compared
             continue
         expected = abs(w[f"pred_{metric}"] - w[metric]) / w[metric]
         assert w[f"{metric}_rel_error"] == pytest.approx(expected)
@@ -35,7 +38,8 @@ def test_validate_trace_with_latency_against_itself(trained: DataDir, tmp_path: 
     assert len(doc["windows"]) == 4
     for m in METRICS:
         _check_errors(doc["windows"], m)
-        err = [w[f"{m}_rel_error"] for w in doc["windows"]]
+        err = [w[f"{m}_rel_error"] for w in doc["windows"] if w[f"{m}_rel_error"] is not None]
+        assert doc["summary"]["errors"][m]["n"] == len(err) > 0
         assert doc["summary"]["errors"][m]["mre"] == pytest.approx(float(np.mean(err)))
     png = (tmp_path / "v.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -123,7 +127,8 @@ def test_replay_limited_windows_are_counted_apart_from_the_errors() -> None:
     from traces.validate import compare
 
     pred = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "too_short": False, "saturated": False,
-                         "pred_latency_mean_us": 10.0, "pred_latency_p99_us": 20.0})
+                         "requests": [500, 500, 150], "pred_latency_mean_us": 10.0,
+                         "pred_latency_p99_us": 20.0})
     meas = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "latency_mean_us": [10.0, 12.5, 1000.0],
                          "latency_p99_us": [20.0, 20.0, 5000.0], "replay_limited": [False, False, True],
                          "measured_saturated": [False, True, None]})
@@ -134,3 +139,8 @@ def test_replay_limited_windows_are_counted_apart_from_the_errors() -> None:
     sat = summary["saturation"]
     assert sat["windows"] == 2 and sat["measured"] == 1 and sat["replay_limited"] == 1
     assert sat["agree"] == pytest.approx(1 / 2)
+    # the p99 of a window under MIN_P99_REQUESTS requests is not compared
+    pred.loc[0, "requests"] = MIN_P99_REQUESTS - 1
+    df, summary = compare(TracePrediction("d", "v1", "open-loop", pred, {}), meas)
+    assert summary["errors"]["latency_p99_us"]["n"] == 1 and summary["errors"]["latency_mean_us"]["n"] == 2
+    assert np.isnan(df["latency_p99_us_rel_error"].iloc[0])
