@@ -145,6 +145,7 @@ def validate_trace(
 
     ``device_check`` (with a ``target``): probe the target at the trace's mix first.
     """
+    registry = registry or ModelRegistry(datadir)  # one cache: the device check reuses the model
     prediction, char = predict_trace(
         datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
         method=method, model_version=model_version, registry=registry,
@@ -162,7 +163,7 @@ def validate_trace(
         if device_check:
             # claimed (a file target created or grown) as the replay would, so the probe reads real data
             prepare_target(target, destroy_data, DEFAULT_SIZE, datadir.catalog)
-            model = (registry or ModelRegistry(datadir)).load(device, prediction.model_version)
+            model = registry.load(device, prediction.model_version)
             check, note = _device_check(datadir, device, model, char, target, destroy_data, fio)
             warnings += [note] if note else []
         result = replay(
