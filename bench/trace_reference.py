@@ -59,7 +59,7 @@ from collectors.devices.reference import create_reference, destroy_reference  # 
 from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from traces.characterize import characterize  # noqa: E402
-from traces.device_check import DeviceCheck, check_device, probe_mix, swept_write_ratios  # noqa: E402
+from traces.device_check import DeviceCheck, check_device, probe_mix, swept_mixes  # noqa: E402
 from traces.openloop import closed_loop_curves  # noqa: E402
 from traces.predict import device_source, predict_trace  # noqa: E402
 from traces.replay import replay  # noqa: E402
@@ -185,7 +185,7 @@ def device_level(datadir: DataDir, model: Any, target: str, trace: Path, window_
                  device: str = DEVICE) -> DeviceCheck:
     """The device check at ``trace``'s dominant mix (the bench owns the device: destroy_data)."""
     mix = probe_mix(characterize(str(trace), window_s=window_s).windows,
-                    swept_write_ratios(datadir.catalog.measurements(device)))
+                    *swept_mixes(datadir.catalog.measurements(device)))
     return check_device(model, target, *mix, destroy_data=True)
 
 

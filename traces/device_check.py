@@ -5,9 +5,12 @@ or hours earlier.  On the zram reference, 1 MiB QD1 psync reads went from 135 to
 within two minutes of mixed writes, and measured 240 us against 134 us an hour apart: a
 25 % validation error can be the device's drift, not the method's.  So right before a
 replay, one short closed-loop fio probe (psync, QD1, one job, direct, random, at the
-trace's dominant mix: :func:`probe_mix`) is measured and compared with what the model
-predicts for that same workload.  ``measured / predicted - 1`` of its mean latency is the
-device's level against the model's.
+trace's dominant mix, taken to the nearest swept write ratio and size: :func:`probe_mix`)
+is measured and compared with what the model predicts for that same workload.
+``measured / predicted - 1`` of its mean latency is the device's level against the model's.
+The mix is a swept one so that the difference is the device's, not the model's between its
+points: on the zram reference, 8 KiB reads (swept at 4 and 16 KiB) measured 3.3 us against
+2.3 us predicted (+42 %) while 4 and 16 KiB were within 1 %.
 
 The probe never creates or grows a file: a missing target or a file smaller than the
 probe's span is an error (a validation claims the replay's target first).  A probe with
@@ -39,7 +42,6 @@ from traces.openloop import PredictsFrame
 
 RUNTIME_MS = 1000
 SPAN = 256 * MIB  # the replay's span (traces.replay.DEFAULT_SIZE)
-ALIGN = 4 * KIB  # direct I/O on 4 KiB-sector devices (zram) refuses less
 DRIFT_WARN = 0.10
 METRICS = ("latency_mean_us", "latency_p99_us", "iops")
 
@@ -79,33 +81,36 @@ class DeviceCheck:
                 "are the device's drift, not the prediction method's")
 
 
-def swept_write_ratios(frame: pd.DataFrame) -> list[float]:
-    """The write ratios of a device's closed-loop measurements."""
+def swept_mixes(frame: pd.DataFrame) -> tuple[list[float], list[int]]:
+    """The write ratios and request sizes of a device's closed-loop measurements."""
     from modeling.store.open_loop_rows import closed_loop_rows
 
-    if frame.empty or "write_ratio" not in frame:
-        return []
-    return sorted(float(w) for w in closed_loop_rows(frame)["write_ratio"].dropna().unique())
+    if frame.empty or "write_ratio" not in frame or "request_size" not in frame:
+        return [], []
+    closed = closed_loop_rows(frame)
+    return (sorted(float(w) for w in closed["write_ratio"].dropna().unique()),
+            sorted(int(b) for b in closed["request_size"].dropna().unique()))
 
 
-def probe_mix(windows: pd.DataFrame, swept: Iterable[float]) -> tuple[float, int]:
+def probe_mix(windows: pd.DataFrame, ratios: Iterable[float], sizes: Iterable[int]) -> tuple[float, int]:
     """``(write ratio, request size)`` of a trace's dominant mix, from its characterisation windows.
 
     The write ratio is the request-weighted one, taken to the nearest swept ratio; the size
-    is the size with the most requests, in whole 4 KiB (at least 4 KiB).
+    is the size with the most requests, taken to the nearest swept size (by ratio).
     """
-    ratios = np.asarray(sorted(swept), dtype=np.float64)
-    if not len(ratios):
-        raise InvalidInput("the device has no swept write ratios to choose the device check's mix from")
+    swept_wr = np.asarray(sorted(ratios), dtype=np.float64)
+    swept_bs = np.asarray(sorted(sizes), dtype=np.float64)
+    if not len(swept_wr) or not len(swept_bs):
+        raise InvalidInput("the device has no swept write ratios and sizes for the device check's mix")
     w = windows[windows["requests"] > 0]
     if w.empty:
         raise InvalidInput("the trace has no requests to choose the device check's mix from")
     n = w["requests"].to_numpy(np.float64)
     ratio = float(np.sum(n * w["write_ratio"].to_numpy(np.float64)) / n.sum())
-    nearest = float(ratios[np.argmin(np.abs(ratios - ratio))])
     by_size = w.groupby("request_size")["requests"].sum()
-    size = int(by_size.idxmax())
-    return nearest, max(int(round(size / ALIGN)) * ALIGN, ALIGN)
+    size = float(by_size.idxmax())
+    return (float(swept_wr[np.argmin(np.abs(swept_wr - ratio))]),
+            int(swept_bs[np.argmin(np.abs(np.log2(swept_bs / size)))]))
 
 
 def _probe_target(target: str, writes: bool, destroy_data: bool, catalog: Catalog | None,
@@ -155,6 +160,10 @@ def measure_probe(target: str, workload: Workload, *, destroy_data: bool = False
     return dict(parse_fio_document(load_fio_json(text, source="device check"), source="device check")[0].row)
 
 
+def _us(v: float) -> str:
+    return f"{v:.0f}" if not math.isfinite(v) or v >= 100 else f"{v:.3g}"
+
+
 def _describe(wr: float, size: int) -> str:
     unit = f"{size // MIB} MiB" if size % MIB == 0 else f"{size / KIB:g} KiB"
     mix = "reads" if wr == 0 else "writes" if wr == 1 else f"I/Os, {wr * 100:.0f} % writes,"
@@ -177,8 +186,8 @@ def check_device(model: PredictsFrame, target: str, write_ratio: float, request_
     meas = [float(row[m]) for m in METRICS]
     want = [float(pred[f"pred_{m}"]) for m in METRICS]
     diff = [m / p - 1 if p > 0 else float("nan") for m, p in zip(meas, want, strict=True)]
-    note = (f"device check: {_describe(w.write_ratio, w.request_size)} measured {meas[0]:.0f} us, the model "
-            f"says {want[0]:.0f} us ({diff[0] * 100:+.0f} %)")
+    note = (f"device check: {_describe(w.write_ratio, w.request_size)} measured {_us(meas[0])} us, the model "
+            f"says {_us(want[0])} us ({diff[0] * 100:+.0f} %)")
     return DeviceCheck(
         target, w.write_ratio, w.request_size, 1, 1, runtime_ms,
         measured_mean_us=meas[0], measured_p99_us=meas[1], measured_iops=meas[2],

@@ -193,12 +193,12 @@ def validate_trace(
 def _device_check(datadir: DataDir, device: str, model: Any, char: Characterization, target: str,
                   destroy_data: bool, fio: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """The device check's dict and its warning (or why it was skipped)."""
-    from traces.device_check import check_device, probe_mix, swept_write_ratios
+    from traces.device_check import check_device, probe_mix, swept_mixes
 
-    swept = swept_write_ratios(datadir.catalog.measurements(device))
-    if not swept:
+    ratios, sizes = swept_mixes(datadir.catalog.measurements(device))
+    if not ratios:
         return None, "device check skipped: the device has no stored closed-loop sweep to take its mix from"
-    wr, size = probe_mix(char.windows, swept)
+    wr, size = probe_mix(char.windows, ratios, sizes)
     check = check_device(model, target, wr, size, destroy_data=destroy_data, catalog=datadir.catalog, fio=fio)
     return check.to_dict(), check.warning
 

@@ -72,12 +72,14 @@ def test_the_probe_mix_is_the_traces_dominant_one() -> None:
     windows = pd.DataFrame({"requests": [100, 300, 50, 0], "write_ratio": [0.0, 0.5, 1.0, 1.0],
                             "request_size": [4096, 65536, 4096, 4096]})
     # request-weighted write ratio 200/450 = 0.44 -> the nearest swept 0.5; 65536 has the most requests
-    assert probe_mix(windows, [0.0, 0.5, 1.0]) == (0.5, 65536)
-    assert probe_mix(windows, [0.0, 1.0]) == (0.0, 65536)
+    assert probe_mix(windows, [0.0, 0.5, 1.0], [4096, 65536]) == (0.5, 65536)
+    assert probe_mix(windows, [0.0, 1.0], [4096, 65536]) == (0.0, 65536)
+    # sizes go to the nearest swept one by ratio: 64 KiB is 2x from 128 KiB and 4x from 16 KiB
+    assert probe_mix(windows, [0.0, 1.0], [4096, 16384, 131072]) == (0.0, 131072)
     one = pd.DataFrame({"requests": [10], "write_ratio": [0.9], "request_size": [6144]})
-    assert probe_mix(one, [0.0, 0.4, 1.0]) == (1.0, 8192)  # whole 4 KiB for direct I/O
+    assert probe_mix(one, [0.0, 0.4, 1.0], [4096, 16384]) == (1.0, 4096)
     with pytest.raises(InvalidInput, match="swept write ratios"):
-        probe_mix(windows, [])
+        probe_mix(windows, [], [4096])
 
 
 @pytest.mark.fio
