@@ -24,6 +24,12 @@ where zram cannot be made, said so):
    itself (fio, the CPU) fell behind with its lanes idle are counted apart (``lim``) and
    left out of the errors: they measured the machine, not the device.
 
+Before each replay, and once right after training per mix, a device check
+(``traces/device_check.py``: a 1 s QD1 probe at the trace's mix against the model) gives
+the device's level against the model (``dev``: measured / predicted - 1 of the probe's mean
+latency): the zram moves by tens of percent between sweep and replay, and an ``OL mean``
+error of that size is the device's drift, not the method's.
+
 fio runs at real-time priority (``chrt --fifo``, root only) through a wrapper named by
 ``SSDPREDICT_FIO``, so the other work on a shared machine disturbs the timing less.
 
@@ -53,6 +59,7 @@ from collectors.devices.reference import create_reference, destroy_reference  # 
 from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from traces.characterize import characterize  # noqa: E402
+from traces.device_check import DeviceCheck, check_device, probe_mix, swept_mixes  # noqa: E402
 from traces.openloop import closed_loop_curves  # noqa: E402
 from traces.predict import device_source, predict_trace  # noqa: E402
 from traces.replay import replay  # noqa: E402
@@ -174,9 +181,21 @@ def window_drift(windows: pd.DataFrame) -> tuple[float, float, int]:
     return float(known.max()), float((known <= 0.02).mean()), len(known)
 
 
+def device_level(datadir: DataDir, model: Any, target: str, trace: Path, window_s: float,
+                 device: str = DEVICE) -> DeviceCheck:
+    """The device check at ``trace``'s dominant mix (the bench owns the device: destroy_data)."""
+    mix = probe_mix(characterize(str(trace), window_s=window_s).windows,
+                    *swept_mixes(datadir.catalog.measurements(device)))
+    return check_device(model, target, *mix, destroy_data=True)
+
+
 def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: Path,
              device: str = DEVICE, ceiling: float = 1.0) -> dict[str, Any]:
-    """One replay of ``trace``, both methods compared with it (open-loop capped at ``ceiling``)."""
+    """One replay of ``trace``, both methods compared with it (open-loop capped at ``ceiling``).
+
+    A device check at the trace's mix runs right before the replay (``dev_mean``).
+    """
+    check = device_level(datadir, ModelRegistry(datadir).load(device), target, trace, window_s, device)
     rep = replay(trace, target, destroy_data=True, window_s=window_s)
     w = rep.windows
     worst, ok, _ = window_drift(w)
@@ -184,7 +203,8 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
                            "worst_window_drift": worst, "drift_ok": ok,
                            "replay_limited": int(w["replay_limited"].sum()),
                            # the gap compensation (traces/replay_clock.py) and what the lanes still slipped
-                           "slip_us": rep.slip_us, "residual_slip_us": rep.residual_slip_us}
+                           "slip_us": rep.slip_us, "residual_slip_us": rep.residual_slip_us,
+                           "dev_mean": check.mean_diff, "device_check": check.to_dict()}
     for method in ("open-loop", "trace-qd"):
         pred, _ = predict_trace(datadir, device, trace, window_s=window_s, method=method,
                                 ceiling=ceiling if method == "open-loop" else 1.0)
@@ -216,16 +236,18 @@ def run_traces(datadir: DataDir, device: str, target: str, traces: list[tuple[Pa
     print("  per trace: windows compared, unsaturated, replay-limited (left out); replay drift (whole trace,"
           " worst window, share of windows within 2 %); peak predicted utilisation; latency MRE"
           " over unsaturated windows, open-loop (OL) and trace-QD (QD); saturation agreement"
-          " (predicted/measured saturated of windows known)")
+          " (predicted/measured saturated of windows known); dev: the device check's mean latency against the"
+          " model's, right before the replay")
     print(f"  {'trace':26s} {'win':>4s} {'unsat':>5s} {'lim':>4s} {'drift':>7s} {'worst':>6s} {'<=2%':>5s}"
-          f" {'peak u':>6s}  {'OL mean':>7s} {'OL p99':>7s}  {'QD mean':>7s} {'QD p99':>7s}  saturation")
+          f" {'peak u':>6s}  {'OL mean':>7s} {'dev':>6s} {'OL p99':>7s}  {'QD mean':>7s} {'QD p99':>7s}"
+          "  saturation")
     rows = []
     for path, window_s, ceiling in traces:
         r = evaluate(datadir, path, target, window_s, out, device, ceiling)
         rows.append(r)
         print(f"  {r['trace'][:26]:26s} {r['windows']:4d} {r['unsaturated']:5d} {r['replay_limited']:4d}"
               f" {r['drift'] * 100:+6.1f}% {_fmt(r['worst_window_drift'])} {_fmt(r['drift_ok'])}"
-              f" {r['utilisation'] * 100:5.0f}%  {_fmt(r['ol_mean']):>7s}"
+              f" {r['utilisation'] * 100:5.0f}%  {_fmt(r['ol_mean']):>7s} {r['dev_mean'] * 100:+5.0f}%"
               f" {_fmt(r['ol_p99']):>7s}  {_fmt(r['qd_mean']):>7s} {_fmt(r['qd_p99']):>7s}"
               f"  {_fmt(r['sat_agree'])} ({r['sat_pred']}/{r['sat_meas']} of {r['sat_windows']})")
     return rows
@@ -260,6 +282,10 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
         print(f"  trained at {time.time() - t_start:.0f} s")
         model = ModelRegistry(datadir).load(DEVICE)
         source = device_source(datadir, DEVICE, model)
+        levels = [check_device(model, ref.path, wr, size, destroy_data=True)
+                  for wr, size in [*plan["mixes"], (0.0, 4096)]]  # 4 KiB reads: the shared traces
+        print("  device level at sweep time: "
+              + "; ".join(c.note.removeprefix("device check: ") for c in levels))
         synth = out / "synthetic"
         # the shared traces are far below any capacity at their mixes: no ceiling
         traces: list[tuple[Path, float, float]] = [
@@ -308,9 +334,10 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
               f" {int(known['sat_windows'].sum())} windows (targets: 15 %, 30 %, 90 %; noise floor at"
               f" {plan['synthetic_window']:g} s windows: mean {_fmt(floor['latency_mean_us']).strip()},"
               f" p99 {_fmt(floor['latency_p99_us']).strip()}); {int(table['replay_limited'].sum())} window(s)"
-              f" replay-limited (left out)")
+              f" replay-limited (left out); device level against the model over the run (dev)"
+              f" {table['dev_mean'].min() * 100:+.0f} % to {table['dev_mean'].max() * 100:+.0f} %")
         doc = {"device": ref.path, "kind": ref.kind, "floor": floor, "light_floor": light_floor,
-               "rows": rows, "quick": quick}
+               "rows": rows, "quick": quick, "sweep_time_checks": [c.to_dict() for c in levels]}
         (out / "reference.json").write_text(json.dumps(doc, indent=1, default=str))
         print(f"  done in {time.time() - t_start:.0f} s; results in {out / 'reference.json'}")
     finally:

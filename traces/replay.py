@@ -157,7 +157,7 @@ class ReplayResult:
         }
 
 
-def _prepare_target(target: str, destroy_data: bool, size: int,
+def prepare_target(target: str, destroy_data: bool, size: int,
                     catalog: Catalog | None) -> tuple[int, list[str]]:
     """Check the target; create or extend a file target with real data.  Returns (size, warnings).
 
@@ -504,7 +504,7 @@ def replay(
     if slip_us is not None and not 0 <= slip_us <= MAX_SLIP_US:
         raise InvalidInput(f"slip_us must be between 0 and {MAX_SLIP_US:g}")
     trace = open_trace(trace_path, fmt)
-    target_size, warnings = _prepare_target(target, destroy_data, size, catalog)
+    target_size, warnings = prepare_target(target, destroy_data, size, catalog)
     align = max(logical_block_size(target), 4096)
     c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
     n = len(c)

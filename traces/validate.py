@@ -16,7 +16,13 @@ Windows with too few requests (``too_short``) are left out of every error, and s
 replay's ``replay_limited`` windows (fio or the CPU, not the device, fell behind the
 schedule: their latency includes the machine's waits and their saturation is unknown);
 the summary counts those under ``saturation``.  The p99 is compared only on windows of at
-least :data:`MIN_P99_REQUESTS` requests.  Relative error
+least :data:`MIN_P99_REQUESTS` requests.
+
+With a replay target, a device check (:mod:`traces.device_check`) runs right before the
+replay: one QD1 probe at the trace's dominant mix against the model's prediction of it,
+reported as ``device_check`` and warned about when its mean latency is more than 10 % off
+(the device has drifted since its sweep: errors of that size are not the method's).
+Relative error
 is ``|predicted - measured| / measured``; the summary gives the mean (MRE) per metric over
 all compared windows and over the unsaturated ones (the targets are on those).
 """
@@ -50,10 +56,11 @@ class ValidationReport(TracePrediction):
 
     replay: dict[str, Any] | None = None
     plot: str | None = None
+    device_check: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
-        return self._json({"replay": self.replay, "plot": self.plot})
+        return self._json({"replay": self.replay, "device_check": self.device_check, "plot": self.plot})
 
 
 def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -138,21 +145,33 @@ def validate_trace(
     lanes: int | None = None,
     method: str = "open-loop",
     fio: str | None = None,
+    device_check: bool = True,
 ) -> ValidationReport:
-    """Predict every window of a trace on ``device`` and compare with measurements."""
+    """Predict every window of a trace on ``device`` and compare with measurements.
+
+    ``device_check`` (with a ``target``): probe the target at the trace's mix first.
+    """
+    registry = registry or ModelRegistry(datadir)  # one cache: the device check reuses the model
     prediction, char = predict_trace(
         datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
         method=method, model_version=model_version, registry=registry,
     )
     replay_info = None
+    check = None
     warnings = list(prediction.warnings)
     if target is not None:
         if window_requests is not None or window_s is None:
             raise InvalidInput(
                 "validation with a replay target needs time windows (--window), not --window-requests"
             )
-        from traces.replay import replay
+        from traces.replay import DEFAULT_SIZE, prepare_target, replay
 
+        if device_check:
+            # claimed (a file target created or grown) as the replay would, so the probe reads real data
+            prepare_target(target, destroy_data, DEFAULT_SIZE, datadir.catalog)
+            model = registry.load(device, prediction.model_version)
+            check, note = _device_check(datadir, device, model, char, target, destroy_data, fio)
+            warnings += [note] if note else []
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
             fio=fio, catalog=datadir.catalog,
@@ -172,8 +191,22 @@ def validate_trace(
         title = f"{device} on {Path(path).name} ({method})"
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
     return ValidationReport(
-        device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot
+        device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot,
+        device_check=check,
     )
+
+
+def _device_check(datadir: DataDir, device: str, model: Any, char: Characterization, target: str,
+                  destroy_data: bool, fio: str | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The device check's dict and its warning (or why it was skipped)."""
+    from traces.device_check import check_device, probe_mix, swept_mixes
+
+    ratios, sizes = swept_mixes(datadir.catalog.measurements(device))
+    if not ratios:
+        return None, "device check skipped: the device has no stored closed-loop sweep to take its mix from"
+    wr, size = probe_mix(char.windows, ratios, sizes)
+    check = check_device(model, target, wr, size, destroy_data=destroy_data, catalog=datadir.catalog, fio=fio)
+    return check.to_dict(), check.warning
 
 
 def validate_upload(

@@ -258,6 +258,11 @@ def validate_cmd(
     ] = None,
     json_out: JsonOption = False,
     output: WindowsCsvOpt = None,
+    device_check: Annotated[
+        bool,
+        typer.Option("--device-check/--no-device-check",
+                     help="with --target: probe it at QD1 first against the model (drift since the sweep)"),
+    ] = True,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate import validate_trace
@@ -277,6 +282,7 @@ def validate_cmd(
         lanes=lanes,
         method=method,
         fio=get_settings().fio,
+        device_check=device_check,
     )
     if _emit(report, output, json_out, "warning"):
         return
@@ -296,6 +302,8 @@ def validate_cmd(
             f"(predicted {sat['predicted']}, measured {sat['measured']})",
             highlight=False,
         )
+    if report.device_check:
+        console.print(report.device_check["note"], highlight=False)
     if report.plot:
         console.print(f"plot: {report.plot}")
 
