@@ -100,10 +100,30 @@ def point_runtime_ms(rate_iops: float, runtime_ms: int, min_requests: int = MIN_
     return max(runtime_ms, min(needed, MAX_POINT_MS))
 
 
+def per_job_rates(workload: Workload, rate_iops: float) -> tuple[int, int]:
+    """Each job's read and write IO/s for ``rate_iops`` in all at the workload's write ratio.
+
+    fio limits each direction to ``rate_iops`` separately: one number on a mixed workload
+    offers it to reads *and* to writes (measured: ``rate_iops=100`` with 40 % writes served
+    93 reads and 111 writes a second), so a mixed point gets one number per direction.
+    """
+    per_job = rate_iops / workload.numjobs
+    wr = workload.write_ratio
+    reads = max(int(round(per_job * (1 - wr))), 1) if wr < 1 else 0
+    writes = max(int(round(per_job * wr)), 1) if wr > 0 else 0
+    return reads, writes
+
+
+def offered_rate(workload: Workload, rate_iops: float) -> float:
+    """The IO/s a point at ``rate_iops`` really offers, after rounding each job's rates."""
+    return float(sum(per_job_rates(workload, rate_iops)) * workload.numjobs)
+
+
 def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings) -> str:
     """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs."""
-    per_job = max(int(round(rate_iops / workload.numjobs)), 1)
-    options = {**workload_options(workload), "rate_iops": str(per_job), "rate_process": "poisson"}
+    reads, writes = per_job_rates(workload, rate_iops)
+    rate = f"{reads},{writes}" if reads and writes else str(reads or writes)
+    options = {**workload_options(workload), "rate_iops": rate, "rate_process": "poisson"}
     return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
 
 
@@ -136,7 +156,7 @@ def measure_open_loop(
         doc = load_fio_json(text, source="open-loop point")
         row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
         row.update(effective_workload(workload).as_row())
-        row[OFFERED] = float(max(int(round(rate / workload.numjobs)), 1) * workload.numjobs)
+        row[OFFERED] = offered_rate(workload, rate)
         row["engine"] = "psync"
         rows.append(row)
         raws.append(text)

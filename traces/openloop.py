@@ -153,6 +153,9 @@ def predict_open_loop(
             "saturated": v["saturated"],
             "pred_inflight": v["inflight"],
             "pred_fluid_inflight": v["fluid"],
+            # one request's time alone: the closed-loop response time at the lightest load
+            "pred_service_us": v["service"] * 1e6,
+            "pred_service_p99_us": v["service_p99"] * 1e6,
             "pred_latency_mean_us": v["mean"] * 1e6,
             "pred_latency_mean_us_lower": out["lower"]["mean"] * 1e6,
             "pred_latency_mean_us_upper": out["upper"]["mean"] * 1e6,
@@ -172,7 +175,8 @@ def _solve(
 ) -> dict[str, np.ndarray]:
     """Walk the windows in time order, carrying the backlog of saturated windows forward."""
     k = len(lam)
-    res = {name: np.full(k, np.nan) for name in ("capacity", "inflight", "fluid", "mean", "p99")}
+    res = {name: np.full(k, np.nan) for name in ("capacity", "inflight", "fluid", "mean", "p99", "service",
+                                                  "service_p99")}
     res["saturated"] = np.zeros(k, dtype=bool)
     carried, prev_end = 0.0, None
     for i in np.argsort(start, kind="stable"):
@@ -184,6 +188,8 @@ def _solve(
         bl: Backlog = backlog_over(carried, lam[i], cap, dur)
         extra_mean, extra_p99 = backlog_wait(bl, cap)
         res["capacity"][i] = cap
+        res["service"][i] = curve.outstanding[0] / curve.iops[0]
+        res["service_p99"][i] = curve.p99_s[0]
         if lam[i] >= cap:
             full = float(curve.outstanding[int(np.argmax(curve.iops))])
             res["saturated"][i] = True

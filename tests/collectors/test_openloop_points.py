@@ -13,6 +13,7 @@ from collectors.openloop import (
     MAX_POINT_MS,
     build_open_loop_job,
     measure_open_loop,
+    offered_rate,
     open_loop_plan,
     point_runtime_ms,
 )
@@ -52,8 +53,28 @@ def test_plan_takes_each_mix_capacity() -> None:
 def test_job_has_poisson_rate_from_the_whitelist(tmp_path: Path) -> None:
     w = Workload(write_ratio=0.3, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0)
     job = build_open_loop_job(w, 1600, JobSettings(target=str(tmp_path / "t.img")))
-    assert "rate_iops=100\n" in job and "rate_process=poisson\n" in job and "numjobs=16\n" in job
+    # 100 IO/s a job, 30 % of them writes: fio limits each direction by its own number
+    assert "rate_iops=70,30\n" in job and "rate_process=poisson\n" in job and "numjobs=16\n" in job
     assert "ioengine=psync\n" in job
+    reads = build_open_loop_job(w.model_copy(update={"write_ratio": 0.0}), 1600,
+                                JobSettings(target=str(tmp_path / "t.img")))
+    assert "rate_iops=100\n" in reads
+    assert offered_rate(w, 1600) == 1600.0
+
+
+def test_a_mixed_point_offers_its_rate_in_all(tmp_path: Path, fio_available: str) -> None:
+    """One rate_iops number on a mixed workload is offered to each direction: twice the rate."""
+    from collectors.fio.results import load_fio_json, parse_fio_document
+    from collectors.fio.runner import run_fio
+
+    target = tmp_path / "t.img"
+    target.write_bytes(np.random.default_rng(0).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes())
+    w = Workload(write_ratio=0.4, queue_depth=1, numjobs=4, request_size=4096, randomness=1.0)
+    job = build_open_loop_job(w, 800, JobSettings(target=str(target), engine="psync", size=8 << 20,
+                                                  runtime_ms=1000))
+    row = parse_fio_document(load_fio_json(run_fio(job, timeout=30), source="t"), source="t")[0].row
+    assert row["iops"] == pytest.approx(800, rel=0.25)
+    assert row["write_ratio"] == pytest.approx(0.4, abs=0.1)
 
 
 def test_open_loop_points_are_measured_stored_and_kept_out_of_training(

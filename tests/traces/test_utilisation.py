@@ -41,10 +41,13 @@ def _corrected(corr, win: pd.DataFrame, hist: np.ndarray | None = None) -> np.nd
 def test_the_prediction_splits_into_service_and_wait() -> None:
     win = _windows([1000.0, 5000.0])
     pred = predict_open_loop(FakeMMcDevice(MU, 1), win, LOADS)
-    parts = LatencyParts.of(pred, win["iops"].to_numpy())
+    parts = LatencyParts.of(pred)
     # M/M/1: service 1/mu, wait rho/(mu - lam)
     assert parts.service == pytest.approx([100.0, 100.0], rel=1e-6)
     assert parts.wait == pytest.approx([1e6 * 0.1 / 9000, 1e6 * 0.5 / 5000], rel=1e-3)
+    # the p99's parts: the closed-loop p99 alone (ln(100) / mu on the fake), and the rest
+    assert parts.service_p99 == pytest.approx([100.0 * np.log(100)] * 2, rel=1e-6)
+    assert parts.service_p99 + parts.wait_p99 == pytest.approx(pred["pred_latency_p99_us"].to_numpy())
 
 
 def test_a_queue_that_shows_keeps_the_wait_and_learns_the_cold_path() -> None:
