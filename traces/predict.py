@@ -40,6 +40,8 @@ class DeviceCurveSource:
     notes: list[str] = field(default_factory=list)
     # the fraction of the model's capacity the device is capped at (traces.replay_capacity)
     ceiling: float = 1.0
+    # the write ratios it was swept at: curves between them are blended (traces.openloop)
+    write_ratios: list[float] = field(default_factory=list)
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> DeviceCurveSource:
@@ -55,7 +57,9 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> Device
     correction = learn_correction(model, frame, loads) if len(open_loop_rows(frame)) else None
     if correction is None:
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
-    return DeviceCurveSource(loads, correction, notes)
+    swept = closed["write_ratio"].dropna() if "write_ratio" in closed else pd.Series(dtype=float)
+    ratios = sorted({round(float(w), 6) for w in swept})
+    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios)
 
 
 def predict_table(
@@ -63,7 +67,8 @@ def predict_table(
 ) -> pd.DataFrame:
     """The per-window prediction table of a characterised trace."""
     win = char.windows
-    pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling)
+    pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling,
+                           write_ratios=source.write_ratios)
     if method == "open-loop" and source.correction is not None:
         mean_f, p99_f = source.correction.factors(win, pred, char.gap_hist)
         for col, f in (("pred_latency_mean_us", mean_f), ("pred_latency_p99_us", p99_f)):

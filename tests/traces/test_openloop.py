@@ -151,3 +151,36 @@ def test_a_capacity_ceiling_caps_the_curve_and_moves_saturation() -> None:
     assert capped["pred_latency_mean_us"].iloc[0] > free["pred_latency_mean_us"].iloc[0]
     with pytest.raises(InvalidInput, match="ceiling"):
         predict_open_loop(dev, window_table(lam), LOADS, ceiling=1.5)
+
+
+class _StepDevice(FakeMMcDevice):
+    """Reads at mu, writes at mu / 4, with the step a tree makes: a ratio under 0.4 is read-like."""
+
+    def predict_frame(self, df, metrics=None, model="auto"):  # type: ignore[no-untyped-def]
+        out = super().predict_frame(df, metrics, model)
+        wr = df["write_ratio"].to_numpy(np.float64)
+        slow = np.where(wr >= 0.4, 1.0 + 3.0 * wr, 1.0)  # one request's time, x (1 + 3 wr) at the cut
+        for c in out.columns:
+            if c.startswith("pred_iops"):
+                out[c] = out[c] / slow
+            elif c.startswith("pred_latency"):
+                out[c] = out[c] * slow
+        return out
+
+
+def test_curves_between_swept_write_ratios_are_blended() -> None:
+    dev = _StepDevice(10_000.0, 1)
+    swept = [0.0, 0.4, 1.0]
+
+    def service_us(wr: float, ratios: list[float] | None) -> float:
+        curves = closed_loop_curves(dev, window_table([1.0]).assign(write_ratio=wr), LOADS, ratios)
+        return 1e6 / curves.iops["value"][0, 0]
+
+    # the model alone jumps at the cut: 0.39 reads like 0, 0.41 like 0.4
+    assert service_us(0.41, None) > 2 * service_us(0.39, None)
+    # blended, one request's time is linear between the swept ratios: continuous at 0.4
+    assert service_us(0.39, swept) == pytest.approx(service_us(0.41, swept), rel=0.05)
+    assert service_us(0.2, swept) == pytest.approx((100.0 + 220.0) / 2, rel=1e-6)
+    # at a swept ratio, and outside the swept range, the model's own answer
+    assert service_us(0.4, swept) == pytest.approx(220.0)
+    assert service_us(0.3, [0.0, 0.2]) == pytest.approx(service_us(0.3, None))
