@@ -67,8 +67,15 @@ def plot_validation(
         pred = df[f"pred_{m}"].to_numpy(np.float64)
         lo = df.get(f"pred_{m}_lower", df[f"pred_{m}"]).to_numpy(np.float64)
         hi = df.get(f"pred_{m}_upper", df[f"pred_{m}"]).to_numpy(np.float64)
-        ax.bar(start, hi - lo, width=width, bottom=lo, align="edge", color="tab:orange", alpha=0.2,
-               label="90 % prediction interval")
+        # the interval's upper end can be a backlog (its lower-capacity bound saturates): cut
+        # it at three times the largest value shown, so the values stay readable
+        shown = np.concatenate(
+            [pred] + ([pd.to_numeric(df[m], errors="coerce").to_numpy(np.float64)] if m in df else []))
+        top = 3 * float(np.nanmax(shown)) if np.isfinite(shown).any() else np.inf
+        clipped = bool(np.any(hi > top))
+        band = "90 % prediction interval" + (" (cut at 3x the largest value)" if clipped else "")
+        ax.bar(start, np.minimum(hi, top) - lo, width=width, bottom=lo, align="edge", color="tab:orange",
+               alpha=0.2, label=band)
         _levels(ax, start, end, pred, color="tab:orange", ls="dashed", marker="s", label="predicted")
         if m in df:
             meas = pd.to_numeric(df[m], errors="coerce").to_numpy(np.float64, copy=True)
@@ -78,7 +85,7 @@ def plot_validation(
                 _levels(ax, start, end, np.where(limited, meas, np.nan), color="grey",
                         label="measured, replay behind (not compared)")
         ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(bottom=0, top=top * 1.02 if clipped else None)
         ax.set_title(f"{label.split(' (')[0]}: {_mre_text(summary, m)}", fontsize=9, loc="left")
     ax = axes[2]
     _levels(ax, start, end, df["offered_iops"].to_numpy(np.float64), color="grey", ls="dotted", marker="^",
