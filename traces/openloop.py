@@ -69,28 +69,50 @@ def closed_loop_curves(
     windows: pd.DataFrame,
     loads: Iterable[tuple[int, int]],
     write_ratios: Sequence[float] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> Curves:
     """Ask the model for every window's closed-loop curve over ``loads``.
 
-    With the device's swept ``write_ratios``, a window between two of them gets the curves
-    at both, blended by where it lies: one request's time linearly (a mixed workload's
-    requests are reads and writes in that proportion), IO/s as its inverse, and p99 linearly.
-    Not the model at the window's own ratio: trees cut at the swept values (XGBoost's
-    ``x < 0.4``), so on the zram reference 40 % writes predicted 131 us at a ratio of 0.39
-    and 225 us at 0.41.  Outside the swept range the model's own answer stays.
+    With the device's swept ``write_ratios`` (and request ``sizes``), a window between two
+    of them gets the curves at both, blended by where it lies: one request's time linearly
+    (a mixed workload's requests are reads and writes in that proportion; a request's time
+    is a fixed part plus a transfer), IO/s as its inverse, and p99 linearly.  Not the
+    model at the window's own value: trees cut at the swept values (XGBoost's ``x < 0.4``),
+    so on the zram reference 40 % writes predicted 131 us at a ratio of 0.39 and 225 us at
+    0.41, and 8 KiB reads (swept at 4 and 16 KiB) came out 42 % under a measured QD1 point.
+    Outside the swept range the model's own answer stays.  Give ``sizes`` only for a device
+    swept with one size for reads and writes: a window's curves are then taken at its mean
+    request size for both (what such a sweep measured).
     """
-    wr = windows["write_ratio"].to_numpy(np.float64)
-    swept = np.unique(np.asarray(write_ratios if write_ratios is not None else [], np.float64))
-    if len(swept) < 2:
+    axes = [(f, np.unique(np.asarray(v, np.float64))) for f, v in (("write_ratio", write_ratios),
+                                                                   ("request_size", sizes)) if v is not None]
+    return _blended(model, windows, loads, [(f, v) for f, v in axes if len(v) >= 2])
+
+
+def _at(windows: pd.DataFrame, field: str, values: np.ndarray) -> pd.DataFrame:
+    """The windows with ``field`` set to ``values`` (a size sets both directions' sizes too)."""
+    if field != "request_size":
+        return windows.assign(**{field: values})
+    sizes = np.round(values).astype(np.int64)
+    return windows.assign(**{f: sizes for f in ("request_size", "read_size", "write_size") if f in windows})
+
+
+def _blended(
+    model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[int, int]],
+    axes: list[tuple[str, np.ndarray]],
+) -> Curves:
+    if not axes:
         return _curves(model, windows, loads)
-    inside = (wr > swept[0]) & (wr < swept[-1])
-    hi_idx = np.clip(np.searchsorted(swept, wr), 1, len(swept) - 1)
-    lo, hi = np.where(inside, swept[hi_idx - 1], wr), np.where(inside, swept[hi_idx], wr)
-    t = np.where(inside & (hi > lo), (wr - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)[:, None]
-    a = _curves(model, windows.assign(write_ratio=lo), loads)
+    (field, swept), rest = axes[0], axes[1:]
+    x = windows[field].to_numpy(np.float64)
+    inside = (x > swept[0]) & (x < swept[-1])
+    hi_idx = np.clip(np.searchsorted(swept, x), 1, len(swept) - 1)
+    lo, hi = np.where(inside, swept[hi_idx - 1], x), np.where(inside, swept[hi_idx], x)
+    t = np.where(inside & (hi > lo), (x - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)[:, None]
+    a = _blended(model, _at(windows, field, lo), loads, rest)
     if not np.any(t > 0):
         return a
-    b = _curves(model, windows.assign(write_ratio=hi), loads)
+    b = _blended(model, _at(windows, field, hi), loads, rest)
     iops = {k: 1.0 / ((1 - t) / a.iops[k] + t / b.iops[k]) for k in a.iops}
     p99 = {k: (1 - t) * a.p99_s[k] + t * b.p99_s[k] for k in a.p99_s}
     return Curves(a.outstanding, iops, p99, a.extrapolated | b.extrapolated)
@@ -158,15 +180,17 @@ def predict_open_loop(
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
     ceiling: float = 1.0,
     write_ratios: Sequence[float] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Per window: capacity, utilisation, saturation, in-flight count, mean and p99 latency.
 
     ``windows`` is a characterisation table (:mod:`traces.characterize`): workload fields,
     ``window_start_s``/``window_end_s``, ``iops`` (the offered rate) and ``arrival_cv2``.
     ``ceiling`` caps the device's capacity at that fraction of the model's (:func:`cap_curves`);
-    ``write_ratios``, the device's swept ones, blend curves between them (:func:`closed_loop_curves`).
+    ``write_ratios`` and ``sizes``, the device's swept ones, blend curves between them
+    (:func:`closed_loop_curves`).
     """
-    curves = cap_curves(closed_loop_curves(model, windows, loads, write_ratios), ceiling)
+    curves = cap_curves(closed_loop_curves(model, windows, loads, write_ratios, sizes), ceiling)
     lam = windows["iops"].to_numpy(np.float64)
     ca2 = windows["arrival_cv2"].to_numpy(np.float64) if "arrival_cv2" in windows else np.ones(len(lam))
     ca2 = np.where(np.isfinite(ca2), ca2, 1.0)
@@ -268,11 +292,12 @@ def predict_windows(
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
     ceiling: float = 1.0,
     write_ratios: Sequence[float] | None = None,
+    sizes: Sequence[int] | None = None,
 ) -> pd.DataFrame:
-    """Predictions per window by ``method`` (``open-loop`` or ``trace-qd``; ``ceiling`` and
-    ``write_ratios``: open-loop only)."""
+    """Predictions per window by ``method`` (``open-loop`` or ``trace-qd``; ``ceiling``,
+    ``write_ratios`` and ``sizes``: open-loop only)."""
     if method == "open-loop":
-        return predict_open_loop(model, windows, loads, ceiling, write_ratios)
+        return predict_open_loop(model, windows, loads, ceiling, write_ratios, sizes)
     if method == "trace-qd":
         return predict_trace_qd(model, windows)
     raise InvalidInput(f"unknown method {method!r}; use one of {', '.join(METHODS)}")

@@ -40,8 +40,10 @@ class DeviceCurveSource:
     notes: list[str] = field(default_factory=list)
     # the fraction of the model's capacity the device is capped at (traces.replay_capacity)
     ceiling: float = 1.0
-    # the write ratios it was swept at: curves between them are blended (traces.openloop)
+    # the write ratios and request sizes it was swept at: curves between them are blended
+    # (traces.openloop.closed_loop_curves)
     write_ratios: list[float] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> DeviceCurveSource:
@@ -59,7 +61,11 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> Device
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
     swept = closed["write_ratio"].dropna() if "write_ratio" in closed else pd.Series(dtype=float)
     ratios = sorted({round(float(w), 6) for w in swept})
-    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios)
+    size = closed["request_size"]
+    one_size = all(f not in closed or (closed[f].fillna(size) == size).all()
+                   for f in ("read_size", "write_size"))
+    sizes = sorted({int(x) for x in closed["request_size"].dropna()}) if one_size else []
+    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes)
 
 
 def predict_table(
@@ -68,7 +74,7 @@ def predict_table(
     """The per-window prediction table of a characterised trace."""
     win = char.windows
     pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling,
-                           write_ratios=source.write_ratios)
+                           write_ratios=source.write_ratios, sizes=source.sizes)
     if method == "open-loop" and source.correction is not None:
         mean_f, p99_f = source.correction.factors(win, pred, char.gap_hist)
         for col, f in (("pred_latency_mean_us", mean_f), ("pred_latency_p99_us", p99_f)):

@@ -184,3 +184,31 @@ def test_curves_between_swept_write_ratios_are_blended() -> None:
     # at a swept ratio, and outside the swept range, the model's own answer
     assert service_us(0.4, swept) == pytest.approx(220.0)
     assert service_us(0.3, [0.0, 0.2]) == pytest.approx(service_us(0.3, None))
+
+
+class _SizeStepDevice(FakeMMcDevice):
+    """One request's time 1 + size / 4 KiB times 1/mu, read the way a tree cuts: under 16 KiB as 4 KiB."""
+
+    def predict_frame(self, df, metrics=None, model="auto"):  # type: ignore[no-untyped-def]
+        out = super().predict_frame(df, metrics, model)
+        size = df["request_size"].to_numpy(np.float64)
+        slow = 1.0 + np.where(size < 16384, 4096.0, size) / 4096.0
+        for c in out.columns:
+            if c.startswith("pred_iops"):
+                out[c] = out[c] / slow
+            elif c.startswith("pred_latency"):
+                out[c] = out[c] * slow
+        return out
+
+
+def test_curves_between_swept_sizes_are_blended() -> None:
+    dev = _SizeStepDevice(10_000.0, 1)
+
+    def service_us(size: int, sizes: list[int] | None) -> float:
+        win = window_table([1.0]).assign(request_size=size, read_size=size, write_size=size)
+        return 1e6 / closed_loop_curves(dev, win, LOADS, None, sizes).iops["value"][0, 0]
+
+    assert service_us(8192, None) == pytest.approx(200.0)  # the model alone: 8 KiB reads as 4 KiB
+    # one request's time linear in size between 4 KiB (200 us) and 16 KiB (500 us)
+    assert service_us(8192, [4096, 16384]) == pytest.approx(300.0)
+    assert service_us(16384, [4096, 16384]) == pytest.approx(500.0)
