@@ -153,19 +153,23 @@ def test_a_capacity_ceiling_caps_the_curve_and_moves_saturation() -> None:
         predict_open_loop(dev, window_table(lam), LOADS, ceiling=1.5)
 
 
+def _slowed(pred, slow):  # type: ignore[no-untyped-def]
+    """A fake's predictions with each request ``slow`` times longer."""
+    for c in pred.columns:
+        if c.startswith("pred_iops"):
+            pred[c] = pred[c] / slow
+        elif c.startswith("pred_latency"):
+            pred[c] = pred[c] * slow
+    return pred
+
+
 class _StepDevice(FakeMMcDevice):
     """Reads at mu, writes at mu / 4, with the step a tree makes: a ratio under 0.4 is read-like."""
 
     def predict_frame(self, df, metrics=None, model="auto"):  # type: ignore[no-untyped-def]
         out = super().predict_frame(df, metrics, model)
         wr = df["write_ratio"].to_numpy(np.float64)
-        slow = np.where(wr >= 0.4, 1.0 + 3.0 * wr, 1.0)  # one request's time, x (1 + 3 wr) at the cut
-        for c in out.columns:
-            if c.startswith("pred_iops"):
-                out[c] = out[c] / slow
-            elif c.startswith("pred_latency"):
-                out[c] = out[c] * slow
-        return out
+        return _slowed(out, np.where(wr >= 0.4, 1.0 + 3.0 * wr, 1.0))  # x (1 + 3 wr) from the cut
 
 
 def test_curves_between_swept_write_ratios_are_blended() -> None:
@@ -192,13 +196,7 @@ class _SizeStepDevice(FakeMMcDevice):
     def predict_frame(self, df, metrics=None, model="auto"):  # type: ignore[no-untyped-def]
         out = super().predict_frame(df, metrics, model)
         size = df["request_size"].to_numpy(np.float64)
-        slow = 1.0 + np.where(size < 16384, 4096.0, size) / 4096.0
-        for c in out.columns:
-            if c.startswith("pred_iops"):
-                out[c] = out[c] / slow
-            elif c.startswith("pred_latency"):
-                out[c] = out[c] * slow
-        return out
+        return _slowed(out, 1.0 + np.where(size < 16384, 4096.0, size) / 4096.0)
 
 
 def test_curves_between_swept_sizes_are_blended() -> None:
