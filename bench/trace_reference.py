@@ -59,7 +59,8 @@ from collectors.devices.reference import create_reference, destroy_reference  # 
 from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from traces.characterize import characterize  # noqa: E402
-from traces.device_check import DeviceCheck, check_device, probe_mix, swept_mixes  # noqa: E402
+from modeling.store.open_loop_rows import swept_mixes  # noqa: E402
+from traces.device_check import DeviceCheck, check_device, probe_mix  # noqa: E402
 from traces.openloop import closed_loop_curves  # noqa: E402
 from traces.predict import device_source, predict_trace  # noqa: E402
 from traces.replay import replay  # noqa: E402

@@ -74,22 +74,21 @@ def fit_cold_path(rate: np.ndarray, log_ratio: np.ndarray) -> ColdPath | None:
     if not keep.any():
         return None
     r, y = rate[keep], np.exp(log_ratio[keep])
+    flat = float(np.exp(np.mean(log_ratio[keep])))  # the ratios' geometric mean
     if keep.sum() < MIN_POINTS:
-        return ColdPath(float(np.exp(np.mean(np.log(y)))), 0.0, 1.0)
+        return ColdPath(flat, 0.0, 1.0)
     best: tuple[float, ColdPath] | None = None
     for tau in TAUS:
         x = 1 / (1 + r * tau)
         a = np.column_stack([np.ones_like(x), x])
         (b, c), *_ = np.linalg.lstsq(a, y, rcond=None)
         if c < 0:  # no cold path at this tau: the flat ratio
-            b, c = float(np.exp(np.mean(np.log(y)))), 0.0
+            b, c = flat, 0.0
         if b <= 0:
             continue
         fit = b + c * x
-        sse = float(np.sum((np.log(fit) - np.log(y)) ** 2))
+        sse = float(np.sum((np.log(fit) - log_ratio[keep]) ** 2))
         if best is None or sse < best[0]:
             best = (sse, ColdPath(float(b), float(c), float(tau)))
-    if best is None:  # every tau wanted a negative hot path: the flat ratio
-        return ColdPath(float(np.exp(np.mean(np.log(y)))), 0.0, 1.0)
-    return best[1]
+    return ColdPath(flat, 0.0, 1.0) if best is None else best[1]  # None: every tau's hot path < 0
 

@@ -81,17 +81,6 @@ class DeviceCheck:
                 "are the device's drift, not the prediction method's")
 
 
-def swept_mixes(frame: pd.DataFrame) -> tuple[list[float], list[int]]:
-    """The write ratios and request sizes of a device's closed-loop measurements."""
-    from modeling.store.open_loop_rows import closed_loop_rows
-
-    if frame.empty or "write_ratio" not in frame or "request_size" not in frame:
-        return [], []
-    closed = closed_loop_rows(frame)
-    return (sorted(float(w) for w in closed["write_ratio"].dropna().unique()),
-            sorted(int(b) for b in closed["request_size"].dropna().unique()))
-
-
 def probe_mix(windows: pd.DataFrame, ratios: Iterable[float], sizes: Iterable[int]) -> tuple[float, int]:
     """``(write ratio, request size)`` of a trace's dominant mix, from its characterisation windows.
 

@@ -25,7 +25,7 @@ from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
 from traces.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
-from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows
+from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swept_mixes
 from traces.utilisation import UtilisationCorrection, learn_correction
 
 MIN_WINDOW_REQUESTS = 20
@@ -59,13 +59,11 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> Device
     correction = learn_correction(model, frame, loads) if len(open_loop_rows(frame)) else None
     if correction is None:
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
-    swept = closed["write_ratio"].dropna() if "write_ratio" in closed else pd.Series(dtype=float)
-    ratios = sorted({round(float(w), 6) for w in swept})
+    ratios, sizes = swept_mixes(frame)
     size = closed["request_size"]
     one_size = all(f not in closed or (closed[f].fillna(size) == size).all()
                    for f in ("read_size", "write_size"))
-    sizes = sorted({int(x) for x in closed["request_size"].dropna()}) if one_size else []
-    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes)
+    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes if one_size else [])
 
 
 def predict_table(

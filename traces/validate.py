@@ -199,7 +199,8 @@ def validate_trace(
 def _device_check(datadir: DataDir, device: str, model: Any, char: Characterization, target: str,
                   destroy_data: bool, fio: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """The device check's dict and its warning (or why it was skipped)."""
-    from traces.device_check import check_device, probe_mix, swept_mixes
+    from modeling.store.open_loop_rows import swept_mixes
+    from traces.device_check import check_device, probe_mix
 
     ratios, sizes = swept_mixes(datadir.catalog.measurements(device))
     if not ratios:

@@ -29,3 +29,12 @@ def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def open_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows that are open-loop points, renumbered from 0."""
     return frame.loc[open_loop_mask(frame)].reset_index(drop=True)
+
+
+def swept_mixes(frame: pd.DataFrame) -> tuple[list[float], list[int]]:
+    """The write ratios (to 1e-6) and request sizes a device's closed-loop points were measured at."""
+    if frame.empty or "write_ratio" not in frame or "request_size" not in frame:
+        return [], []
+    closed = closed_loop_rows(frame)
+    return (sorted({round(float(w), 6) for w in closed["write_ratio"].dropna()}),
+            sorted({int(b) for b in closed["request_size"].dropna()}))
