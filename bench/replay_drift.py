@@ -5,7 +5,7 @@ Each shared trace (the blktrace sample at 0.1 s windows, tpcc at 0.05 s, the fir
 reference device (``collectors.devices.reference``, removed at the end) or on
 ``--target``; per trace it prints the whole-trace drift, the worst window's drift and the
 share of windows within 2 % (the issue's target), each as mean and range over the
-repeats, with the slip taken off each gap (:mod:`traces.replay_clock`) and what the
+repeats, with the slip taken off each gap (:mod:`traces.replay.clock`) and what the
 lanes still slipped.  ``--slip-us 0`` replays without compensation (the lead-out stays).
 
     .venv/bin/python bench/replay_drift.py                     # ~3 min with the 60 s wsrch cut
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from collectors.devices.reference import create_reference, destroy_reference  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from trace_reference import TESTDATA, _cut, window_drift  # noqa: E402
-from traces.replay import replay  # noqa: E402
+from traces.replay.run import replay  # noqa: E402
 
 
 def measure(trace: Path, target: str, window_s: float, repeats: int, slip_us: float | None) -> dict[str, Any]:

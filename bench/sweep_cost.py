@@ -21,11 +21,11 @@ from pathlib import Path
 from collectors.fio.engines import resolve_engine
 from collectors.fio.jobs import JobSettings, build_job
 from collectors.fio.runner import fio_version, run_fio
-from collectors.plans import pts_plan
-from collectors.quality import repeat_cv
+from collectors.plans.presets import pts_plan
+from collectors.sweep.quality import repeat_cv
 from collectors.safety import prepare_file
-from collectors.sweep import run_sweep
-from collectors.sweep_settings import SweepSettings, parse_duration_ms
+from collectors.sweep.run import run_sweep
+from collectors.sweep.settings import SweepSettings, parse_duration_ms
 from modeling.store import DataDir
 from modeling.workload import METRICS, Workload, format_size, parse_size
 

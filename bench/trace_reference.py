@@ -11,7 +11,7 @@ where zram cannot be made, said so):
    ``repeats`` times; per window, how far a run's mean and p99 latency land from the
    runs' mean (the floor no model can beat), with the same completions cut into windows of
    0.25-4 s: how long a window (how many requests) must be to get under 15 %;
-3. per mix, the replay path's own capacity (``traces.replay_capacity``: a Poisson trace
+3. per mix, the replay path's own capacity (``traces.replay.capacity``: a Poisson trace
    offered at 3x the model's capacity, replayed; what it serves), which is the
    reference's capacity for open-loop purposes: the synthetic load levels are fractions of
    it and the open-loop prediction of the synthetic traces caps the model's curve at it,
@@ -25,7 +25,7 @@ where zram cannot be made, said so):
    left out of the errors: they measured the machine, not the device.
 
 Before each replay, and once right after training per mix, a device check
-(``traces/device_check.py``: a 1 s QD1 probe at the trace's mix against the model) gives
+(``traces/validate/device_check.py``: a 1 s QD1 probe at the trace's mix against the model) gives
 the device's level against the model (``dev``: measured / predicted - 1 of the probe's mean
 latency): the zram moves by tens of percent between sweep and replay, and an ``OL mean``
 error of that size is the device's drift, not the method's.
@@ -60,13 +60,13 @@ from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from traces.characterize import characterize  # noqa: E402
 from modeling.store.open_loop_rows import swept_mixes  # noqa: E402
-from traces.device_check import DeviceCheck, check_device, probe_mix  # noqa: E402
-from traces.openloop import closed_loop_curves  # noqa: E402
-from traces.predict import device_source, predict_trace  # noqa: E402
-from traces.replay import replay  # noqa: E402
-from traces.replay_capacity import measure_replay_capacity  # noqa: E402
+from traces.validate.device_check import DeviceCheck, check_device, probe_mix  # noqa: E402
+from traces.predict.openloop import closed_loop_curves  # noqa: E402
+from traces.predict.windows import device_source, predict_trace  # noqa: E402
+from traces.replay.run import replay  # noqa: E402
+from traces.replay.capacity import measure_replay_capacity  # noqa: E402
 from traces.synthetic import SyntheticSpec, load_levels, write_synthetic  # noqa: E402
-from traces.validate import compare  # noqa: E402
+from traces.validate.compare import compare  # noqa: E402
 
 TESTDATA = ROOT / "tests" / "data" / "traces"
 DEVICE = "reference"
@@ -203,7 +203,7 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
     row: dict[str, Any] = {"trace": trace.stem, "requests": rep.requests, "drift": rep.drift,
                            "worst_window_drift": worst, "drift_ok": ok,
                            "replay_limited": int(w["replay_limited"].sum()),
-                           # the gap compensation (traces/replay_clock.py) and what the lanes still slipped
+                           # the gap compensation (traces/replay/clock.py) and what the lanes still slipped
                            "slip_us": rep.slip_us, "residual_slip_us": rep.residual_slip_us,
                            "dev_mean": check.mean_diff, "device_check": check.to_dict()}
     for method in ("open-loop", "trace-qd"):
@@ -220,7 +220,7 @@ def evaluate(datadir: DataDir, trace: Path, target: str, window_s: float, out: P
         row["windows"] = int((~df["too_short"]).sum())
         row["sat_windows"] = (summary["saturation"] or {}).get("windows")
         if method == "open-loop":
-            from traces.plot import plot_validation
+            from traces.validate.plot import plot_validation
 
             title = f"{device} device, {trace.name}"
             plot_validation(df, out / f"{trace.stem}.png", title=title, summary=summary)
@@ -308,7 +308,7 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
             probe = characterize(str(probe_path))
             model_cap = closed_loop_curves(model, probe.windows, source.loads).curve(0, "value").capacity
             # the replay path's own capacity at this mix: what "saturated" means for a replay
-            # (traces/replay_capacity.py); the load levels and the prediction use it
+            # (traces/replay/capacity.py); the load levels and the prediction use it
             rcap = measure_replay_capacity(ref.path, model_cap, write_ratio=wr, size=size, destroy_data=True)
             ceiling = rcap.ceiling(model_cap)
             cap = model_cap * ceiling

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from traces.characterize import characterize_chunks  # noqa: E402
 from traces.formats.blktrace import TA_COMPLETE, TA_ISSUE, TA_QUEUE, TC_READ, TC_WRITE, header_dtype  # noqa: E402
-from traces.reader import open_trace  # noqa: E402
+from traces.formats.reader import open_trace  # noqa: E402
 
 TESTDATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
 

@@ -1,7 +1,7 @@
 """The quickstart job (``make run``): sweep a scratch file in the data directory and train.
 
 Each step reuses what is already there: a finished identical sweep is not measured again
-(:func:`~collectors.sweep.run_sweep` finds it by its key), and a model trained on exactly
+(:func:`~collectors.sweep.run.run_sweep` finds it by its key), and a model trained on exactly
 the device's complete sweeps is not trained again.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from collectors.plans import Plan
-from collectors.sweep import Progress, run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.plans.presets import Plan
+from collectors.sweep.run import Progress, run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.store import DataDir, Sweep
 from modeling.training.train import train_device
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.plans import Plan
+from collectors.plans.presets import Plan
 from modeling.workload import Workload
 
 LOOP_SIZE = 32 * 1024 * 1024

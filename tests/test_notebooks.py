@@ -11,9 +11,9 @@ import nbformat
 import pytest
 
 from collectors.ingest import ingest_paths
-from collectors.plans import grid_plan
-from collectors.sweep import run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.plans.presets import grid_plan
+from collectors.sweep.run import run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.store import DataDir
 from tests.conftest import FIO_PLOT, REPO
 

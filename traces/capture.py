@@ -273,7 +273,7 @@ def capture(
         try:
             if m == "blktrace":
                 path = capture_blktrace(device, duration_s, out, run)
-                from traces.reader import open_trace
+                from traces.formats.reader import open_trace
 
                 n = len(open_trace(path, "blktrace").read_all())
                 result = CaptureResult(m, device, duration_s, str(path), "blktrace", n, skipped)

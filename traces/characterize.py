@@ -39,7 +39,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NoData
 from modeling.workload import MIB, WORKLOAD_FIELDS
-from traces.model import TraceChunk, TraceInfo
+from traces.chunks import TraceChunk, TraceInfo
 from traces.stats import (
     BURST_GAP_S,
     HIST_EDGES,
@@ -362,7 +362,7 @@ def characterize(
     path: str, fmt: str = "auto", *, window_s: float | None = 1.0, window_requests: int | None = None
 ) -> Characterization:
     """Open a trace file and characterise it per window."""
-    from traces.reader import open_trace
+    from traces.formats.reader import open_trace
 
     trace = open_trace(path, fmt)
     return characterize_chunks(trace.info, trace.chunks, window_s=window_s, window_requests=window_requests)

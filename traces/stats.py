@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from modeling.workload import MAX_REQUEST_SIZE
-from traces.model import TraceChunk
+from traces.chunks import TraceChunk
 
 BURST_GAP_S = 1e-6
 HIST_EDGES = np.geomspace(1e-7, 1e4, 2500)  # latency histogram for the summary p99 (~1 % bins)
 # inter-arrival gap histogram per window, 10 bins a decade from 0.1 us to 1,000 s: what the
-# cold-path correction (traces.utilisation) needs of the gaps, whatever its time constant
+# cold-path correction (traces.predict.utilisation) needs of the gaps, whatever its time constant
 GAP_EDGES = np.geomspace(1e-7, 1e3, 101)
 GAP_CENTRES = np.concatenate([[0.0], np.sqrt(GAP_EDGES[1:] * GAP_EDGES[:-1]), [GAP_EDGES[-1]]])
 

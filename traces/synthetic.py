@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from modeling.errors import InvalidInput
-from traces.model import TraceChunk
-from traces.replay import write_iolog
+from traces.chunks import TraceChunk
+from traces.replay.iolog import write_iolog
 
 LOAD_LEVELS = (0.2, 0.5, 0.8, 0.95, 1.2)
 PROCESSES = ("poisson", "h2")

@@ -68,7 +68,7 @@ WHITELIST: Final[Mapping[str, re.Pattern[str]]] = {
         "steadystate": r"(iops|bw|iops_slope|bw_slope):[0-9]{1,3}(\.[0-9]{1,3})?%",
         "ss_dur": _MS,
         "ss_ramp": _MS,
-        # open-loop points (collectors.openloop): Poisson arrivals at a set rate
+        # open-loop points (collectors.sweep.openloop): Poisson arrivals at a set rate
         "rate_iops": f"{_INT}|{_INT},{_INT}",
         "rate_process": "linear|poisson",
     }.items()

@@ -1,6 +1,6 @@
 """Which measured rows are open-loop points: one rule for training, export, and traces.
 
-An open-loop point (:mod:`collectors.openloop`: fio ``rate_iops`` with Poisson arrivals)
+An open-loop point (:mod:`collectors.sweep.openloop`: fio ``rate_iops`` with Poisson arrivals)
 stores the rate it offered in ``offered_iops``; a closed-loop point has none (NaN, or no
 such column).  Its IOPS is the offered rate, not the device's capacity, so training and
 export leave it out, and the trace predictor learns its light-load correction from it.

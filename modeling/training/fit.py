@@ -97,7 +97,7 @@ def training_rows(
         raise NoData(
             f"no usable measurements (missing columns: {', '.join(missing) or 'none'}, rows: {len(frame)})"
         )
-    # open-loop points (collectors.openloop): their IOPS is the offered rate, not the device's
+    # open-loop points (collectors.sweep.openloop): their IOPS is the offered rate, not the device's
     frame = closed_loop_rows(frame)
     values = frame[metrics].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     ok = np.isfinite(values).all(axis=1) & (values > 0).all(axis=1)

@@ -22,7 +22,7 @@ import pandas as pd
 from IPython.display import display
 from nbdata import open_device
 
-from collectors.quality import repeat_cv
+from collectors.sweep.quality import repeat_cv
 from modeling.reporting.figures import depth_axis
 from modeling.training.accuracy import noise_floor
 from modeling.workload import METRIC_UNITS, METRICS, WORKLOAD_FIELDS, format_size

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from collectors.export import EXPORT_FORMATS, export_device
+from collectors.ingest.export import EXPORT_FORMATS, export_device
 from modeling.errors import InvalidInput
 from service.cli.common import DeviceOption, console, datadir, err_console, handle_errors, write_file
 

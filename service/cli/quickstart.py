@@ -47,7 +47,7 @@ def quickstart(
 
 def _sweep_step(data: DataDir, device: str, plan_name: str, *, size: str, runtime: str) -> None:
     # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
-    from collectors.plans import build_plan
+    from collectors.plans.presets import build_plan
     from collectors.quickstart import scratch_settings, sweep_scratch
     from service.cli.sweep import sweep_progress
 

@@ -22,7 +22,7 @@ def create_cmd(
 ) -> None:
     """Make a reference device and print its path."""
     from collectors.devices.reference import create_reference
-    from collectors.sweep_settings import size_option
+    from collectors.sweep.settings import size_option
 
     ref = create_reference(datadir(), kind, size_option(size))
     sectors = f"{ref.logical_block_size}-byte sectors"

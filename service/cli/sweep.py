@@ -117,9 +117,9 @@ def sweep(
 ) -> None:
     """Measure a device with fio over a plan of workloads; resumes an interrupted sweep."""
     # Imported here so that `ssdpredict --help` does not pay for scipy.
-    from collectors.sweep import run_sweep, sweep_plan
-    from collectors.multihost import split_remotes
-    from collectors.sweep_settings import SweepSettings, nvmeof_target
+    from collectors.sweep.run import run_sweep, sweep_plan
+    from collectors.sweep.multihost import split_remotes
+    from collectors.sweep.settings import SweepSettings, nvmeof_target
 
     config = get_settings()
     remotes = split_remotes(remote) if remote and "," in remote else None
@@ -159,7 +159,7 @@ def sweep(
         result = run_sweep(data, device, the_plan, settings,
                            progress=sweep_progress(bar, len(the_plan) * repeats), wait=wait, on_wait=waiting)
         if fractions:
-            from collectors.openloop import measure_after_sweep
+            from collectors.sweep.openloop import measure_after_sweep
 
             task = bar.add_task("open-loop points", total=None)
             open_sweep = measure_after_sweep(

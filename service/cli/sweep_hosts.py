@@ -12,9 +12,9 @@ from service.cli.common import console, err_console, print_json, progress_bar, w
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from collectors.plans import Plan
-    from collectors.sweep import Progress as SweepProgress
-    from collectors.sweep_settings import SweepSettings
+    from collectors.plans.presets import Plan
+    from collectors.sweep.run import Progress as SweepProgress
+    from collectors.sweep.settings import SweepSettings
     from modeling.store import DataDir
 
 
@@ -22,7 +22,7 @@ def sweep_hosts(data: DataDir, device: str, plan: Plan, settings: SweepSettings,
                 json_output: bool, wait: bool,
                 progress: Callable[[Progress, str], SweepProgress]) -> None:
     """Sweep every host, print one line per host and a summary; exit 1 when any host failed."""
-    from collectors.multihost import run_multihost, summary
+    from collectors.sweep.multihost import run_multihost, summary
 
     with progress_bar(quiet=json_output) as bar:
         results = run_multihost(data, device, plan, settings, remotes,

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from rich.table import Table
 
-    from traces.predict import TracePrediction
+    from traces.predict.windows import TracePrediction
 
 from service.cli.common import (
     DeviceOption,
@@ -211,7 +211,7 @@ def replay_cmd(
     json_out: JsonOption = False,
 ) -> None:
     """Replay a trace with fio on a target and measure it per window."""
-    from traces.replay import replay
+    from traces.replay.run import replay
 
     result = replay(
         file,
@@ -265,7 +265,7 @@ def validate_cmd(
     ] = True,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
-    from traces.validate import validate_trace
+    from traces.validate.compare import validate_trace
 
     png = plot if plot is not None else Path(f"{file.name}.validation.png")
     report = validate_trace(
@@ -321,7 +321,7 @@ def predict_cmd(
     output: WindowsCsvOpt = None,
 ) -> None:
     """What the trace's load does on the device, per window: latency, in flight, utilisation, saturation."""
-    from traces.predict import predict_trace
+    from traces.predict.windows import predict_trace
 
     result, _ = predict_trace(
         datadir(), device, file, fmt=fmt, window_s=parse_duration(window),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.export import export_measurements, measurement_table
+from collectors.ingest.export import export_measurements, measurement_table
 from collectors.ingest import KNOWN_COLUMNS, ingest_paths, parse_csv_measurements
 from modeling.errors import InvalidInput, NoData, UnknownDevice
 from modeling.store import DataDir
@@ -72,11 +72,11 @@ def test_export_refuses_unknown_devices_formats_and_empty_devices(datadir: DataD
 
 
 def test_open_loop_points_are_left_out_and_counted(datadir: DataDir, tmp_path: Path) -> None:
-    from collectors.export import export_device
+    from collectors.ingest.export import export_device
 
     ingest_paths(datadir, "d", [data_path(INTEL)])
     closed = len(datadir.catalog.measurements("d"))
-    # a rate-limited point as collectors.openloop stores it: 16 jobs at queue depth 1, 200 IO/s offered
+    # a rate-limited point as collectors.sweep.openloop stores it: 16 jobs at queue depth 1, 200 IO/s offered
     row = dict(write_ratio=0.0, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0,
                iops=201.0, bandwidth_mib_s=201 * 4096 / 2**20, latency_mean_us=14.0, latency_p99_us=40.0,
                offered_iops=200.0)

@@ -18,7 +18,7 @@ from collectors.fio.jobs import (
 from collectors.fio.results import parse_fio_output, workload_from_options
 from collectors.fio.runner import run_fio
 from collectors.safety import prepare_file
-from collectors.sweep_settings import parse_duration_ms
+from collectors.sweep.settings import parse_duration_ms
 from modeling.errors import FioError, InvalidInput
 from modeling.workload import Workload
 

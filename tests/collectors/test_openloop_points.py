@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from collectors.fio.jobs import JobSettings
-from collectors.openloop import (
+from collectors.sweep.openloop import (
     MAX_POINT_MS,
     build_open_loop_job,
     measure_open_loop,
@@ -22,7 +22,7 @@ from modeling.training.fit import training_rows
 from modeling.store import DataDir
 from modeling.workload import Workload
 from tests.traces.fake_devices import FakeMMcDevice
-from traces.predict import device_source
+from traces.predict.windows import device_source
 
 
 def _closed_rows() -> list[dict[str, float]]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.plans import load_plan_toml
-from collectors.plans import (
+from collectors.plans.presets import load_plan_toml
+from collectors.plans.presets import (
     PTS_SIZES,
     PTS_WRITE_RATIOS,
     adaptive_plan,

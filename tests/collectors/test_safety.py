@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from collectors.safety import check_target, magic_signatures, prepare_file
-from collectors.sweep import run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.run import run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import DataDir
 from tests.device_fixtures import mkfs_ext4, sha256_of, tiny_plan, write_mbr

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from collectors.fio.runner import run_fio
-from collectors.quality import SteadyStateRule, is_steady, run_until_steady
-from collectors.sweep import run_sweep, sweep_key
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.quality import SteadyStateRule, is_steady, run_until_steady
+from collectors.sweep.run import run_sweep, sweep_key
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import FioMissing, InvalidInput
 from modeling.store import DataDir
 from modeling.workload import METRICS, Workload

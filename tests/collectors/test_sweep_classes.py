@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from collectors.devices.nvmeof import NvmeofTarget
-from collectors.points import class_metadata
-from collectors.sweep import run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.points import class_metadata
+from collectors.sweep.run import run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import DataDir
 from tests.device_fixtures import tiny_plan

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collectors.multihost import host_device, run_multihost, split_remotes
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.multihost import host_device, run_multihost, split_remotes
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput
 from modeling.store import DataDir, validate_name
 from service.cli.main import app

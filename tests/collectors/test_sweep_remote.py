@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sweep import run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.run import run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import UnsafeTarget
 from modeling.store import DataDir
 from tests.device_fixtures import tiny_plan

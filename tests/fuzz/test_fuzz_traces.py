@@ -20,7 +20,7 @@ from tests.traces.helpers import DATA
 from traces.characterize import characterize
 from traces.formats.blktrace import HEADER, header_dtype
 from traces.formats.fields import MAX_SPAN_S
-from traces.reader import open_trace
+from traces.formats.reader import open_trace
 
 pytestmark = [
     pytest.mark.slow,  # run by `make test-slow` (and CI), not by `make test`

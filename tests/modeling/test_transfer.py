@@ -107,7 +107,7 @@ def test_bad_references_are_domain_errors(datadir: DataDir, trained: str, new_de
 
 
 def test_adaptive_plan_with_a_reference_spreads_over_its_predicted_range(datadir: DataDir, trained: str):
-    from collectors.sweep import sweep_plan
+    from collectors.sweep.run import sweep_plan
 
     with pytest.raises(InvalidInput, match="adaptive"):
         sweep_plan(datadir, "fresh2", "ssd", kind="lhs", budget=8, reference="synth")

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from modeling.errors import InvalidInput
 from service.cli.main import app
 from traces.capture import CaptureFailed, capture, tracepoint_lines_to_csv
-from traces.reader import open_trace
+from traces.formats.reader import open_trace
 
 needs_root = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("losetup") is None, reason="needs root and losetup for a loop device"

@@ -14,7 +14,7 @@ from modeling.workload import WORKLOAD_FIELDS, Workload
 from service.cli.main import app
 from tests.traces.helpers import DATA, sequential_writes, write_blktrace, write_generic
 from traces.characterize import characterize, characterize_chunks
-from traces.model import TraceChunk, TraceInfo
+from traces.chunks import TraceChunk, TraceInfo
 
 
 @pytest.mark.parametrize("depth", [1, 4, 16])

@@ -1,4 +1,4 @@
-"""The cold-path correction by each request's idle gap (traces.coldpath) and the gap histogram."""
+"""The cold-path correction by each request's idle gap (traces.predict.coldpath) and the gap histogram."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests.traces.helpers import write_generic
 from traces.characterize import characterize
-from traces.coldpath import ColdPath, fit_cold_path
+from traces.predict.coldpath import ColdPath, fit_cold_path
 from traces.stats import GAP_EDGES, gap_histogram
 
 

@@ -18,9 +18,9 @@ from service.cli.main import app
 from tests.device_fixtures import sha256_of
 from tests.traces.fake_devices import FakeMMcDevice
 from tests.traces.helpers import write_generic
-from traces import device_check
-from traces.device_check import check_device, probe_mix
-from traces.validate import validate_trace
+from traces.validate import device_check
+from traces.validate.device_check import check_device, probe_mix
+from traces.validate.compare import validate_trace
 
 SPAN = 8 << 20
 

@@ -16,7 +16,7 @@ from service.api.main import create_app
 from service.config import get_settings
 from tests.traces.helpers import DATA
 from traces.formats.blktrace import HEADER, header_dtype
-from traces.reader import open_trace
+from traces.formats.reader import open_trace
 
 HUGE = "99999999999999999999999"
 BLKPARSE_LINE = "259,0    1        2     {t} 21279  Q  RA {sector} + {n} [fio]"

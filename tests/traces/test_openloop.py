@@ -9,8 +9,8 @@ import pytest
 
 from modeling.errors import InvalidInput
 from tests.traces.fake_devices import FakeMMcDevice, window_table
-from traces.openloop import closed_loop_curves, predict_open_loop, predict_windows
-from traces.queueing import ServiceCurve, backlog_over, fluid_fixed_point, mean_inflight_poisson
+from traces.predict.openloop import closed_loop_curves, predict_open_loop, predict_windows
+from traces.predict.queueing import ServiceCurve, backlog_over, fluid_fixed_point, mean_inflight_poisson
 
 LOADS = [(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)]
 MU = 10_000.0
@@ -124,7 +124,7 @@ def test_trace_qd_method_and_unknown_method() -> None:
 
 def test_characterisation_measures_arrival_burstiness() -> None:
     from traces.characterize import characterize_chunks
-    from traces.model import TraceChunk, TraceInfo
+    from traces.chunks import TraceChunk, TraceInfo
 
     rng = np.random.default_rng(1)
     n = 20_000

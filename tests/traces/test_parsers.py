@@ -10,7 +10,7 @@ import pytest
 
 from modeling.errors import TraceFormatError
 from traces.formats.blktrace import HEADER, header_dtype
-from traces.reader import detect_format, open_trace
+from traces.formats.reader import detect_format, open_trace
 from tests.traces.helpers import DATA
 
 BLK = DATA / "sample.blktrace.0"

@@ -16,8 +16,8 @@ from service.api.main import create_app
 from service.cli.main import app
 from service.config import get_settings
 from tests.traces.helpers import DATA, write_generic
-from traces.predict import predict_trace
-from traces.validate import compare
+from traces.predict.windows import predict_trace
+from traces.validate.compare import compare
 
 FORMATS = {
     "sample.blktrace.0": "blktrace",
@@ -89,8 +89,8 @@ def test_zero_response_times_carry_no_latency(trained: DataDir, tmp_path: Path) 
     assert char.info.latency_source is None
     assert char.windows["latency_mean_us"].isna().all()
     assert char.summary["measured"]["latency_mean_us"] is None
-    from traces.replay import load_requests, max_outstanding
-    from traces.reader import open_trace
+    from traces.replay.iolog import load_requests, max_outstanding
+    from traces.formats.reader import open_trace
 
     assert max_outstanding(load_requests(open_trace(trace))) is None  # does not size the replay
     df, summary = compare(res, None)
@@ -118,7 +118,7 @@ def test_predict_trace_route(trained: DataDir) -> None:
 
 @pytest.mark.parametrize("window", ["0.1", "1"])
 def test_validation_png(trained: DataDir, tmp_path: Path, window: str) -> None:
-    from traces.validate import validate_trace
+    from traces.validate.compare import validate_trace
 
     png = tmp_path / f"v{window}.png"
     trace = DATA / "sample.blktrace.0"
@@ -137,7 +137,7 @@ def test_validation_png_marks_replay_limited_and_measured_saturated(
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from traces.plot import plot_validation
+    from traces.validate.plot import plot_validation
 
     df = pd.DataFrame({
         "window_start_s": [0.0, 0.5, 1.0], "window_end_s": [0.5, 1.0, 1.5], "too_short": False,

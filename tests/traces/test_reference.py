@@ -15,8 +15,9 @@ from collectors.devices.reference import (
 )
 from modeling.errors import InvalidInput, NotFound
 from modeling.store import DataDir
-from traces.model import TraceChunk
-from traces.replay import remap, replay
+from traces.chunks import TraceChunk
+from traces.replay.iolog import remap
+from traces.replay.run import replay
 
 MIB = 1 << 20
 

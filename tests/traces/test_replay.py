@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 from modeling.errors import InvalidInput, UnsafeTarget
 from service.cli.main import app
 from tests.traces.helpers import sequential_writes, write_generic
-from traces.reader import open_trace
-from traces.replay import load_requests, max_outstanding, remap, replay, write_iolog
+from traces.formats.reader import open_trace
+from traces.replay.iolog import load_requests, max_outstanding, remap, write_iolog
+from traces.replay.run import replay
 
 
 def _trace(tmp_path: Path, n: int = 300, span_s: float = 1.5) -> Path:
@@ -112,7 +113,8 @@ def _fake_log(issue_t: np.ndarray, lat_s: np.ndarray) -> pd.DataFrame:
 
 
 def test_window_drift_is_the_slope_and_who_fell_behind() -> None:
-    from traces.replay import SHIFT_US, replay_windows
+    from traces.replay.iolog import SHIFT_US
+    from traces.replay.windows import replay_windows
 
     t = np.linspace(0, 2.0, 2001)[:-1]  # 1,000 IO/s, two 1 s windows
     shift = SHIFT_US / 1e6
@@ -162,7 +164,7 @@ def test_a_real_replay_can_be_cut_into_other_window_lengths(tmp_path: Path, fio_
 
 
 def test_lane_waits_follow_lindley_per_lane() -> None:
-    from traces.replay import lane_waits
+    from traces.replay.windows import lane_waits
 
     t = np.arange(8) * 1e-3  # one request a millisecond
     # one lane, 1.5 ms I/O: each request queues 0.5 ms longer than the one before
@@ -176,7 +178,8 @@ def test_lane_waits_follow_lindley_per_lane() -> None:
 
 
 def test_latency_adds_the_lane_wait_not_the_issue_lateness() -> None:
-    from traces.replay import SHIFT_US, replay_windows
+    from traces.replay.iolog import SHIFT_US
+    from traces.replay.windows import replay_windows
 
     t = np.linspace(0, 1.0, 401)[:-1]  # 400 IO/s
     # fio's clock falls 30 us behind per request (its sleeps' overshoot), the lane idle

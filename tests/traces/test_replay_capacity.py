@@ -10,7 +10,7 @@ from collectors.devices.reference import create_reference, destroy_reference
 from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from modeling.workload import MIB
-from traces.replay_capacity import OVERLOAD, capacity_ceiling, measure_replay_capacity
+from traces.replay.capacity import OVERLOAD, capacity_ceiling, measure_replay_capacity
 
 
 def test_ceiling_is_the_served_fraction_at_most_one() -> None:

@@ -9,9 +9,10 @@ import pytest
 
 from modeling.errors import InvalidInput
 from tests.traces.helpers import write_generic
-from traces.model import TraceChunk
-from traces.replay import replay, write_iolog
-from traces.replay_clock import (
+from traces.chunks import TraceChunk
+from traces.replay.iolog import write_iolog
+from traces.replay.run import replay
+from traces.replay.clock import (
     CALIBRATION_PER_LANE,
     MAX_SLIP_US,
     MIN_CALIBRATION_PER_LANE,

@@ -21,7 +21,7 @@ from modeling.store import DataDir
 from service.cli.main import app
 from tests.device_fixtures import sha256_of
 from tests.traces.helpers import write_generic
-from traces.replay import WORKDIR_PREFIX
+from traces.replay.run import WORKDIR_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_POINT = ["--plan", "grid", "--write-ratios", "1", "--queue-depths", "1", "--sizes", "4k",

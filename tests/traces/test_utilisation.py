@@ -1,4 +1,4 @@
-"""The open-loop correction (traces.utilisation): cold path on the service part, visible share of the wait."""
+"""The open-loop correction (traces.predict.utilisation): cold path on service, visible share of the wait."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from tests.traces.fake_devices import FakeMMcDevice
 from tests.traces.test_coldpath import _hist
-from traces.coldpath import ColdPath
-from traces.openloop import predict_open_loop
-from traces.utilisation import LatencyParts, learn_correction
+from traces.predict.coldpath import ColdPath
+from traces.predict.openloop import predict_open_loop
+from traces.predict.utilisation import LatencyParts, learn_correction
 
 MU = 10_000.0
 LOADS = [(1, 1), (2, 1)]

@@ -16,7 +16,7 @@ from service.api.main import create_app
 from service.cli.main import app
 from service.config import get_settings
 from tests.traces.helpers import DATA, sequential_writes, write_generic
-from traces.validate import MIN_P99_REQUESTS, validate_trace
+from traces.validate.compare import MIN_P99_REQUESTS, validate_trace
 
 
 def _check_errors(windows: list[dict], metric: str) -> None:
@@ -123,8 +123,8 @@ def test_validate_route_trace_without_latency(trained: DataDir) -> None:
 def test_replay_limited_windows_are_counted_apart_from_the_errors() -> None:
     import pandas as pd
 
-    from traces.predict import TracePrediction
-    from traces.validate import compare
+    from traces.predict.windows import TracePrediction
+    from traces.validate.compare import compare
 
     pred = pd.DataFrame({"window_start_s": [0.0, 1.0, 2.0], "too_short": False, "saturated": False,
                          "requests": [500, 500, 150], "pred_latency_mean_us": 10.0,

@@ -18,8 +18,8 @@ import numpy as np
 from modeling.errors import TraceFormatError
 from traces.formats.fields import Locate, float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
-from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
-from traces.pairing import EventPairer, direction_key
+from traces.chunks import SECTOR, Trace, TraceChunk, TraceInfo
+from traces.formats.pairing import EventPairer, direction_key
 
 _HEAD = rb"^[ \t]*\d+,\d+[ \t]+\d+[ \t]+\d+[ \t]+"
 # Every event line: time, action, then (for request events) rwbs, sector and size.

@@ -22,8 +22,8 @@ import numpy as np
 
 from modeling.errors import TraceFormatError
 from traces.formats.fields import int_field
-from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
-from traces.pairing import EventPairer, direction_key
+from traces.chunks import SECTOR, Trace, TraceChunk, TraceInfo
+from traces.formats.pairing import EventPairer, direction_key
 
 MAGIC = 0x65617400
 HEADER = 48

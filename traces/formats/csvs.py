@@ -25,7 +25,7 @@ import pandas as pd
 from modeling.errors import TraceFormatError
 from traces.formats.fields import Locate, float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
-from traces.model import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
+from traces.chunks import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
 
 MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
 SPC_COLUMNS = ("asu", "lba", "size", "opcode", "timestamp")

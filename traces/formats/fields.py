@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from modeling.errors import TraceFormatError
-from traces.model import TraceChunk
+from traces.chunks import TraceChunk
 
 INT64_LIMIT = float(2**63)
 MAX_SPAN_S = 1e9

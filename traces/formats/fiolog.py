@@ -19,7 +19,7 @@ import numpy as np
 from modeling.errors import TraceFormatError
 from traces.formats.fields import float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks
-from traces.model import Trace, TraceChunk, TraceInfo
+from traces.chunks import Trace, TraceChunk, TraceInfo
 
 HEADERS = {b"fio version 2 iolog": 2, b"fio version 3 iolog": 3}
 _IO = rb"(read|write|trim|sync|datasync|wait)[ \t]+(\d+)[ \t]+(\d+)"

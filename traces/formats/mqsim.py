@@ -15,7 +15,7 @@ import numpy as np
 from modeling.errors import TraceFormatError
 from traces.formats.fields import float_field, int_field, lines_locator, request_chunk
 from traces.formats.text import iter_blocks, numeric_table
-from traces.model import SECTOR, Trace, TraceChunk, TraceInfo
+from traces.chunks import SECTOR, Trace, TraceChunk, TraceInfo
 
 TIME_UNITS = {"mqsim": 1e-9, "disksim": 1e-3}
 

@@ -16,11 +16,11 @@ from fastapi import APIRouter, Depends, File, Form, UploadFile
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
 from service.api.schemas import TOKEN_ERRORS, error_responses
-from traces.openloop import METHODS
-from traces.predict import predict_upload
-from traces.reader import FORMATS
+from traces.predict.openloop import METHODS
+from traces.predict.windows import predict_upload
+from traces.formats.reader import FORMATS
 from traces.upload import TraceUpload
-from traces.validate import validate_upload
+from traces.validate.compare import validate_upload
 
 router = APIRouter()
 

@@ -6,7 +6,7 @@
 truncates fractional seconds, so milliseconds are what a job file gets), sizes in bytes,
 the engine or ``None`` for "probe".  It owns every check that needs no device: the device class, the CSD path,
 the NVMe-oF target, the RAID facts, the quality options and the fio server address.
-Everything downstream (:mod:`collectors.sweep`, :mod:`collectors.points`) trusts it.
+Everything downstream (:mod:`collectors.sweep.run`, :mod:`collectors.sweep.points`) trusts it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collectors.devices.nvmeof import NvmeofTarget
 from collectors.devices.raid import user_raid_metadata
 from collectors.fio.engines import check_engine
 from collectors.fio.runner import parse_remote
-from collectors.quality import STEADY_RULES
+from collectors.sweep.quality import STEADY_RULES
 from modeling.errors import InvalidInput
 from modeling.workload import parse_size
 

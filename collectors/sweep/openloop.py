@@ -41,7 +41,7 @@ from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
 from modeling.workload import Workload
 
 if TYPE_CHECKING:
-    from collectors.sweep_settings import SweepSettings
+    from collectors.sweep.settings import SweepSettings
 
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
 LIGHT_RATES = (200, 2000)

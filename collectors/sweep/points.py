@@ -1,6 +1,6 @@
 """Measuring one sweep point: the fio run(s) per device class and the row they produce.
 
-Kept apart from :mod:`collectors.sweep` (which owns ordering, storing and resuming) so
+Kept apart from :mod:`collectors.sweep.run` (which owns ordering, storing and resuming) so
 that the class-specific paths -- a CSD's internal and concurrent paths, the PTS
 steady-state rounds -- stay small and readable.
 """
@@ -18,8 +18,8 @@ from collectors.devices import csd, raid
 from collectors.fio.engines import resolve_engine
 from collectors.fio.jobs import JobSettings, build_job, effective_workload
 from collectors.fio.results import load_fio_json, parse_fio_document
-from collectors.quality import SteadyStateRule, fio_steady_fields, repeat_cv, run_until_steady
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.quality import SteadyStateRule, fio_steady_fields, repeat_cv, run_until_steady
+from collectors.sweep.settings import SweepSettings
 from modeling.store import Catalog
 from modeling.store.catalog import utcnow
 from modeling.workload import Workload

@@ -7,7 +7,7 @@ that contract -- ingest refuses unknown columns -- so it stays in the data direc
 An empty cell is a metric that was not measured, as ingest reads it.  Parquet holds the
 same table for analysis tools; ingest reads CSV and fio JSON only.
 
-Open-loop points (:mod:`collectors.openloop`: fio ``rate_iops`` runs, with their
+Open-loop points (:mod:`collectors.sweep.openloop`: fio ``rate_iops`` runs, with their
 ``offered_iops``) are left out and counted (:attr:`Export.left_out`): the ingest format
 has no column for the offered rate, and without it such a row (16 rate-limited jobs at
 queue depth 1) would come back as a closed-loop measurement of 16 jobs and mislead

@@ -1,7 +1,7 @@
 """How many IO/s the timed replay path itself delivers on a target: the open-loop reference's capacity.
 
 The device model's capacity comes from closed-loop sweeps (fio keeps ``numjobs`` psync jobs
-busy).  A trace replay reaches the same device through iolog lanes (:mod:`traces.replay`):
+busy).  A trace replay reaches the same device through iolog lanes (:mod:`traces.replay.run`):
 each request is read from an iolog, waited for, issued from one of 16 or more real-time
 processes, and logged.  On a CPU-bound device such as zram on two cores that path costs
 a share of the same CPUs the device runs on, so the replay saturates below the closed-loop
@@ -16,7 +16,7 @@ with that path: a Poisson trace offered well above the capacity at the mix is re
 its served rate (requests over the replay's span) is the capacity.
 :func:`capacity_ceiling` turns that into the fraction of the model's capacity that the
 open-loop prediction then caps its service curve at
-(:func:`traces.openloop.predict_open_loop`), so that "saturated" means the same for the
+(:func:`traces.predict.openloop.predict_open_loop`), so that "saturated" means the same for the
 prediction and the measurement.
 """
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from modeling.errors import InvalidInput, NoData
 from modeling.store.catalog import Catalog
-from traces.replay import replay
+from traces.replay.run import replay
 from traces.synthetic import SyntheticSpec, write_synthetic
 
 # Offered this many times the model's capacity, the lanes never sleep: they issue back to back

@@ -20,15 +20,15 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from collectors import points as pointmod
+from collectors.sweep import points as pointmod
 from collectors.devices import nvmeof
 from collectors.fio.engines import resolve_engine, spdk_plugin
 from collectors.fio.jobs import JobSettings
 from collectors.fio.runner import check_reachable, fio_binary, fio_version, run_fio
-from collectors.plans import Plan, build_plan
-from collectors.quality import FIO_STEADY_CRITERION, precondition, spread_summary
+from collectors.plans.presets import Plan, build_plan
+from collectors.sweep.quality import FIO_STEADY_CRITERION, precondition, spread_summary
 from collectors.targets import claim_target
-from collectors.sweep_settings import SweepSettings
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store import Catalog, DataDir, Sweep
 from modeling.store.catalog import utcnow

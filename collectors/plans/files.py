@@ -31,7 +31,7 @@ KNOWN_KEYS = frozenset({"name", "kind", "seed", "n", "values", "bounds", "points
 
 @dataclass(frozen=True)
 class PlanFile:
-    """A plan file's content, checked: :func:`collectors.plans.build_plan` builds the plan."""
+    """A plan file's content, checked: :func:`collectors.plans.presets.build_plan` builds the plan."""
 
     path: Path
     name: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from traces.model import TraceChunk
+from traces.chunks import TraceChunk
 
 
 def match_completions(

@@ -4,8 +4,8 @@ Per window: the offered load (IO/s and MiB/s, as the trace's arrivals make it), 
 workload mix, burstiness, the device's capacity at that mix, utilisation, the saturation
 flag, the predicted in-flight count, mean and p99 latency with intervals, and the IO/s
 and MiB/s the device would serve (the offered load unless saturated).  The method is
-``open-loop`` (:mod:`traces.openloop`, corrected by measured open-loop points where the
-device has them, :mod:`traces.utilisation`) or the older ``trace-qd``.
+``open-loop`` (:mod:`traces.predict.openloop`, corrected by measured open-loop points where the
+device has them, :mod:`traces.predict.utilisation`) or the older ``trace-qd``.
 
 Windows with fewer than :data:`MIN_WINDOW_REQUESTS` requests are predicted but marked
 ``too_short``: their rate and latency are too noisy to compare (validation leaves them out).
@@ -24,9 +24,9 @@ from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
-from traces.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
+from traces.predict.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
 from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swept_mixes
-from traces.utilisation import UtilisationCorrection, learn_correction
+from traces.predict.utilisation import UtilisationCorrection, learn_correction
 
 MIN_WINDOW_REQUESTS = 20
 
@@ -38,10 +38,10 @@ class DeviceCurveSource:
     loads: list[tuple[int, int]]
     correction: UtilisationCorrection | None = None
     notes: list[str] = field(default_factory=list)
-    # the fraction of the model's capacity the device is capped at (traces.replay_capacity)
+    # the fraction of the model's capacity the device is capped at (traces.replay.capacity)
     ceiling: float = 1.0
     # the write ratios and request sizes it was swept at: curves between them are blended
-    # (traces.openloop.closed_loop_curves)
+    # (traces.predict.openloop.closed_loop_curves)
     write_ratios: list[float] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
 
@@ -167,7 +167,7 @@ def predict_trace(
 
     ``ceiling`` (open-loop only) caps the device's capacity at that fraction of the model's:
     validation on a reference whose replay path serves less than its closed-loop sweeps
-    (:mod:`traces.replay_capacity`).
+    (:mod:`traces.replay.capacity`).
     """
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
     char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)

@@ -1,6 +1,6 @@
 """Validate a device model on a trace: per-window predicted vs measured latency and rates.
 
-Predictions come from :mod:`traces.predict` (``open-loop`` by default, or ``trace-qd``).
+Predictions come from :mod:`traces.predict.windows` (``open-loop`` by default, or ``trace-qd``).
 Measured values come from a replay on ``target`` when one is given, otherwise from the
 trace itself when it carries latency (issue/completion pairs or response times).
 
@@ -18,7 +18,7 @@ schedule: their latency includes the machine's waits and their saturation is unk
 the summary counts those under ``saturation``.  The p99 is compared only on windows of at
 least :data:`MIN_P99_REQUESTS` requests.
 
-With a replay target, a device check (:mod:`traces.device_check`) runs right before the
+With a replay target, a device check (:mod:`traces.validate.device_check`) runs right before the
 replay: one QD1 probe at the trace's dominant mix against the model's prediction of it,
 reported as ``device_check`` and warned about when its mean latency is more than 10 % off
 (the device has drifted since its sweep: errors of that size are not the method's).
@@ -41,7 +41,7 @@ from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization
-from traces.predict import TracePrediction, predict_trace
+from traces.predict.windows import TracePrediction, predict_trace
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 # a window's p99 is compared only with this many requests: below it the "p99" is one of the
@@ -164,7 +164,8 @@ def validate_trace(
             raise InvalidInput(
                 "validation with a replay target needs time windows (--window), not --window-requests"
             )
-        from traces.replay import DEFAULT_SIZE, prepare_target, replay
+        from traces.replay.iolog import DEFAULT_SIZE, prepare_target
+        from traces.replay.run import replay
 
         if device_check:
             # claimed (a file target created or grown) as the replay would, so the probe reads real data
@@ -186,7 +187,7 @@ def validate_trace(
     df, summary = compare(prediction, measured)
     plot = None
     if plot_path is not None and measured is not None:
-        from traces.plot import plot_validation
+        from traces.validate.plot import plot_validation
 
         title = f"{device} on {Path(path).name} ({method})"
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
@@ -200,7 +201,7 @@ def _device_check(datadir: DataDir, device: str, model: Any, char: Characterizat
                   destroy_data: bool, fio: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """The device check's dict and its warning (or why it was skipped)."""
     from modeling.store.open_loop_rows import swept_mixes
-    from traces.device_check import check_device, probe_mix
+    from traces.validate.device_check import check_device, probe_mix
 
     ratios, sizes = swept_mixes(datadir.catalog.measurements(device))
     if not ratios:

@@ -38,10 +38,10 @@ from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store.catalog import Catalog
 from modeling.store.scratch import is_scratch_file
 from modeling.workload import KIB, MIB, Workload
-from traces.openloop import PredictsFrame
+from traces.predict.openloop import PredictsFrame
 
 RUNTIME_MS = 1000
-SPAN = 256 * MIB  # the replay's span (traces.replay.DEFAULT_SIZE)
+SPAN = 256 * MIB  # the replay's span (traces.replay.iolog.DEFAULT_SIZE)
 DRIFT_WARN = 0.10
 METRICS = ("latency_mean_us", "latency_p99_us", "iops")
 

@@ -2,7 +2,7 @@
 
 Every host runs the same plan (the same seeded point order) through its own ``fio
 --client`` against its ``fio --server``, in its own thread, through
-:func:`collectors.sweep.run_sweep`.  Each host is therefore its own device, its own sweep
+:func:`collectors.sweep.run.run_sweep`.  Each host is therefore its own device, its own sweep
 record and its own writer lock: a rerun continues every host from its last stored point,
 and a host that cannot be reached, or fails part-way, is reported while the others go on.
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.fio.runner import parse_remote
-from collectors.plans import Plan
-from collectors.sweep import Progress, Runner, run_sweep
-from collectors.sweep_settings import SweepSettings
+from collectors.plans.presets import Plan
+from collectors.sweep.run import Progress, Runner, run_sweep
+from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput, SsdPredictError
 from modeling.store import DataDir, Sweep, validate_name
 from modeling.workload import Workload

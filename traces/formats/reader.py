@@ -11,7 +11,7 @@ from pathlib import Path
 
 from modeling.errors import TraceFormatError
 from traces.formats import blkparse, blktrace, csvs, fiolog, mqsim
-from traces.model import DEFAULT_CHUNK, Trace, rechunk
+from traces.chunks import DEFAULT_CHUNK, Trace, rechunk
 
 FORMATS = ("auto", "blktrace", "blkparse", "fio", "msr", "spc", "mqsim", "disksim", "csv")
 _FIVE_RE = re.compile(rb"^\s*\d+(\.\d+)?\s+\d+\s+\d+\s+\d+\s+[01]\s*$")
@@ -52,7 +52,7 @@ def detect_format(path: Path) -> str:
 
 
 def open_trace(path: Path | str, fmt: str = "auto", *, chunk_requests: int = DEFAULT_CHUNK) -> Trace:
-    """Open a trace; iterate the result for :class:`~traces.model.TraceChunk` objects."""
+    """Open a trace; iterate the result for :class:`~traces.chunks.TraceChunk` objects."""
     path = Path(path)
     if fmt not in FORMATS:
         raise TraceFormatError(f"unknown trace format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -10,7 +10,7 @@ Presets: ``quick`` (48 points for ``make run``: sizes 4 KiB-1 MiB, numjobs 1 and
 numjobs), a full ``grid`` over value lists, ``lhs`` (Latin hypercube,
 ``scipy.stats.qmc``), ``random`` and ``adaptive`` (points where the current model is
 least certain).  TOML plan files
-(:mod:`collectors.plan_files`, read there and built here) describe any of them.
+(:mod:`collectors.plans.files`, read there and built here) describe any of them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, Final
 import numpy as np
 from pydantic import ValidationError
 
-from collectors.plan_files import PlanFile, read_plan_toml
+from collectors.plans.files import PlanFile, read_plan_toml
 from modeling.errors import InvalidInput
 from modeling.workload import KIB, MIB, Workload, parse_size
 

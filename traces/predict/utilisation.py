@@ -3,7 +3,7 @@
 The closed-loop curve cannot see two things an open-loop stream meets, and the open-loop
 points (fio ``rate_iops`` with ``rate_process=poisson``, stored with their
 ``offered_iops``) measure both.  The method's prediction of a window
-(:func:`traces.openloop.predict_open_loop`) is split into two parts: the *service* time,
+(:func:`traces.predict.openloop.predict_open_loop`) is split into two parts: the *service* time,
 what one request takes alone (the closed-loop response time at the lightest measured
 load), and the *wait*, all that concurrency adds to it (the slower fluid response time at
 the window's in-flight count, and the queueing of Poisson arrivals scaled by burstiness).
@@ -13,7 +13,7 @@ Then:
   cold (caches, CPU idle states, interrupt moderation), so light-load latency is not the
   QD1 latency (a loop device over tmpfs here: 71 us at 400 IO/s Poisson, 37 us closed
   loop at QD1, 32 us at 5,000 IO/s).  Per measured workload mix the points give the ratio
-  ``b + c (1 - exp(-gap / tau))`` over each request's idle gap (:mod:`traces.coldpath`);
+  ``b + c (1 - exp(-gap / tau))`` over each request's idle gap (:mod:`traces.predict.coldpath`);
   a window gets it over its own gaps.
 * **The visible wait** scales the wait part: the share of the queueing the model predicts
   that shows in the latency fio measures.  On a device with a queue of its own (an SSD
@@ -44,8 +44,8 @@ import numpy as np
 import pandas as pd
 
 from modeling.store.open_loop_rows import OFFERED, open_loop_rows
-from traces.coldpath import MIN_POINTS, ColdPath, fit_cold_path
-from traces.openloop import PredictsFrame, predict_open_loop
+from traces.predict.coldpath import MIN_POINTS, ColdPath, fit_cold_path
+from traces.predict.openloop import PredictsFrame, predict_open_loop
 
 KEY = ("write_ratio", "request_size", "randomness")
 SHARES = np.linspace(1.0, 0.0, 21)  # from 1 down: ties keep the larger share
@@ -70,7 +70,7 @@ class LatencyParts:
 
     @classmethod
     def of(cls, pred: pd.DataFrame) -> LatencyParts:
-        """The parts of :func:`traces.openloop.predict_open_loop`'s answer."""
+        """The parts of :func:`traces.predict.openloop.predict_open_loop`'s answer."""
         parts = []
         for total, alone in (("pred_latency_mean_us", "pred_service_us"),
                              ("pred_latency_p99_us", "pred_service_p99_us")):

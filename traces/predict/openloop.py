@@ -1,7 +1,7 @@
 """Predict what a trace's windows do on a device: the open-loop and the trace-QD methods.
 
 ``open-loop`` (the default) asks the device's closed-loop model for its curve ``X(L)`` at
-each window's mix, sizes and randomness, then solves the queue in :mod:`traces.queueing`
+each window's mix, sizes and randomness, then solves the queue in :mod:`traces.predict.queueing`
 for the window's arrival rate and burstiness.  ``trace-qd`` is the older method, kept for
 comparison: it predicts the closed-loop workload whose queue depth is what the trace's
 *original* system had in flight, which says nothing about the device being predicted.
@@ -28,7 +28,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput
 from modeling.workload import MIB, WORKLOAD_FIELDS
-from traces.queueing import Backlog, ServiceCurve, backlog_over, backlog_wait, steady_state
+from traces.predict.queueing import Backlog, ServiceCurve, backlog_over, backlog_wait, steady_state
 
 METHODS = ("open-loop", "trace-qd")
 BOUNDS = ("value", "lower", "upper")
@@ -164,7 +164,7 @@ def cap_curves(curves: Curves, ceiling: float) -> Curves:
     """The curves with IO/s capped at ``ceiling`` x each window's capacity (``0 < ceiling <= 1``).
 
     For a reference whose replay path serves less than the closed-loop sweeps
-    (:mod:`traces.replay_capacity`): the device as the replay reaches it.
+    (:mod:`traces.replay.capacity`): the device as the replay reaches it.
     """
     if not 0 < ceiling <= 1:
         raise InvalidInput("the capacity ceiling must be in (0, 1]")

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from traces.model import TraceChunk
+from traces.chunks import TraceChunk
 
 LEAD_OUT_US = 50_000
 CALIBRATION_PER_LANE = 128

@@ -1,6 +1,6 @@
 """The cold I/O path, as a function of each request's idle gap rather than of the window's mean rate.
 
-The open-loop points (:mod:`traces.utilisation`) measure latency at Poisson arrivals of a
+The open-loop points (:mod:`traces.predict.utilisation`) measure latency at Poisson arrivals of a
 given mean rate, and the service part of it depends on that rate: between sparse arrivals
 the I/O path goes cold (on zram here: 25 us at 200 IO/s, 13 us at 2,000 IO/s against 3-4
 us closed loop at QD1).  That holds for traces whose gaps are Poisson-like, but not for a

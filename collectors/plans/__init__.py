@@ -1,0 +1,1 @@
+"""Sweep plans: presets (quick, pts, grid, lhs, adaptive, ...) and TOML plan files."""

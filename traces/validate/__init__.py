@@ -1,0 +1,1 @@
+"""Trace validation: predicted against replayed per window, the device check, the PNG."""
