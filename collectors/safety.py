@@ -2,7 +2,7 @@
 
 A sweep writes to its target.  A regular file is written only when the sweep creates it,
 when it is empty, or when it is the product's own scratch file (the caller says which
-files those are, see :mod:`modeling.store.scratch`); any other existing file is
+files those are, see :mod:`modeling.store.files.scratch`); any other existing file is
 refused.  A scratch file is created or grown only when it fits in the free space of its
 filesystem (with a reserve), and a failed creation leaves nothing behind.  On a block
 device a sweep destroys whatever is there, so a block device is refused when it is

@@ -1,7 +1,7 @@
 """Claim a local target for writing: the one path that sweeps and trace replays both take.
 
 :func:`collectors.safety.check_target` refuses a target that may hold someone's data;
-the product's own scratch files (recorded in the catalog, :mod:`modeling.store.scratch`)
+the product's own scratch files (recorded in the catalog, :mod:`modeling.store.files.scratch`)
 pass.  A file target is then created or grown to the size needed, only when it fits in
 its filesystem's free space (:func:`collectors.safety.prepare_file`), recorded as a
 scratch file when this call created it, and forgotten again if creating it failed.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from collectors.safety import TargetInfo, check_target, prepare_file
 from modeling.store.catalog import Catalog
-from modeling.store.scratch import (
+from modeling.store.files.scratch import (
     forget_scratch_file, is_scratch_file, note_scratch_size, record_scratch_file,
 )
 

@@ -28,7 +28,7 @@ from collectors.ingest.fio_files import parse_fio_input
 from collectors.ingest.inputs import InputFile, bytes_input, check_size, collect_inputs
 from modeling.errors import InvalidInput, UnknownDevice
 from modeling.store import DataDir, Sweep
-from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
+from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
 
 MAX_REPORTED_ERRORS = 20
 
@@ -101,7 +101,7 @@ def staging(datadir: DataDir) -> Iterator[Staged]:
     """A staging folder beside the measurements (so the final move is a rename), removed after.
 
     The folders of imports killed before their cleanup ran are removed first (only those
-    whose owner is dead, see :mod:`modeling.store.workdirs`).
+    whose owner is dead, see :mod:`modeling.store.files.workdirs`).
     """
     remove_stale_workdirs(datadir.measurements_dir, STAGING_PREFIX)
     with owned_workdir(datadir.measurements_dir, STAGING_PREFIX) as folder:

@@ -36,7 +36,7 @@ from collectors.fio.results import load_fio_json, parse_fio_document
 from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.store.records import Sweep
-from modeling.store.scratch import is_scratch_file
+from modeling.store.files.scratch import is_scratch_file
 from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
 from modeling.workload import Workload
 

@@ -18,7 +18,7 @@ Parquet files of complete sweeps only.
 """
 
 from modeling.store.catalog import Catalog, Device, ModelVersion, Sweep
-from modeling.store.datadir import DataDir
+from modeling.store.files.datadir import DataDir
 from modeling.store.names import validate_name
 
 __all__ = ["Catalog", "DataDir", "Device", "ModelVersion", "Sweep", "validate_name"]

@@ -18,11 +18,11 @@ from typing import Any
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
-from modeling.store.atomic import atomic_write, atomic_write_bytes
+from modeling.store.files.atomic import atomic_write, atomic_write_bytes
 from modeling.store.schema import damaged, is_damage, open_schema, undecodable
 from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
-from modeling.store.parquet_meta import sidecar_bytes, sidecar_path, sweep_record, write_sweep_parquet
+from modeling.store.files.parquet_meta import sidecar_bytes, sidecar_path, sweep_record, write_sweep_parquet
 from modeling.store.names import validate_name
 from modeling.store.records import (
     Device,

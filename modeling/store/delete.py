@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from modeling.errors import NotFound
-from modeling.store.datadir import DataDir
-from modeling.store.parquet_meta import sidecar_path
+from modeling.store.files.datadir import DataDir
+from modeling.store.files.parquet_meta import sidecar_path
 
 
 @dataclass(frozen=True)

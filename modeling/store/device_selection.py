@@ -10,7 +10,7 @@ from modeling.errors import InvalidInput, NoData
 from modeling.store.names import validate_name
 
 if TYPE_CHECKING:
-    from modeling.store.datadir import DataDir
+    from modeling.store.files.datadir import DataDir
 
 
 def select_devices(datadir: DataDir, patterns: Sequence[str] = (), *, all_devices: bool = False) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 from pathlib import Path
 
 from modeling.errors import NotFound, UnknownDevice
-from modeling.store.atomic import atomic_write_bytes
+from modeling.store.files.atomic import atomic_write_bytes
 from modeling.store.jobs import finish_job_sql
 from modeling.store.records import Device, ModelVersion, model_from_row, utcnow
 

@@ -1,6 +1,6 @@
 """Rebuild a damaged or lost catalog from the Parquet measurements and the model files.
 
-What each holds (see :mod:`modeling.store.parquet_meta` and :mod:`modeling.registry`):
+What each holds (see :mod:`modeling.store.files.parquet_meta` and :mod:`modeling.registry`):
 
 * ``measurements/<device>/sweep-<id>.parquet`` -- every row of a complete sweep, plus the
   sweep's and the device's catalog records (class, metadata, plan, provenance);
@@ -31,10 +31,10 @@ from typing import Any
 import pandas as pd
 
 from modeling.store.catalog import Catalog
-from modeling.store.datadir import DataDir
+from modeling.store.files.datadir import DataDir
 from modeling.store.names import validate_name
 from modeling.store.model_versions import ACTIVE_MARKER
-from modeling.store.parquet_meta import read_sweep_record
+from modeling.store.files.parquet_meta import read_sweep_record
 from modeling.store.records import utcnow
 
 _SWEEP_FILE = re.compile(r"^sweep-(\d+)\.parquet$")

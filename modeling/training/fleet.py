@@ -22,7 +22,7 @@ per-metric tasks would shorten one device by at most about 1.5x, and only when a
 has fewer devices than workers; with more devices than workers, per-device tasks already
 keep every worker busy, without re-reading the data per metric.
 
-The client also holds each device's writer lock (:mod:`modeling.store.locks`) from before
+The client also holds each device's writer lock (:mod:`modeling.store.files.locks`) from before
 it lists the device's files until it has registered its version, as ``train --device``
 does, so no sweep, ingest, train or delete of the device runs meanwhile.
 
@@ -48,7 +48,7 @@ from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency,
 from modeling.store import DataDir, ModelVersion
 from modeling.store.catalog import read_measurement_files
 from modeling.store.device_selection import select_devices
-from modeling.store.locks import DeviceLockSet
+from modeling.store.files.locks import DeviceLockSet
 from modeling.training.evaluate import evaluate_frame
 from modeling.training.train import FitPlan, FittedVersion, fit_plan, plan_fits, register_versions
 from modeling.training.transfer import check_reference

@@ -18,7 +18,7 @@ from modeling.training.fit import fit_device_model, training_rows
 from modeling.training.transfer import MIN_TRANSFER_ROWS, fit_with_reference, load_reference
 from modeling.store import DataDir, ModelVersion
 from modeling.store.catalog import read_measurement_files
-from modeling.store.locks import DeviceLock
+from modeling.store.files.locks import DeviceLock
 from modeling.workload import METRICS, WORKLOAD_FIELDS
 
 

@@ -2,7 +2,7 @@
 
 A job's state lives in the catalog's ``jobs`` table (:mod:`modeling.store.jobs`), so any
 worker process of the service can answer ``GET /v1/jobs/{id}``.  "One retrain per
-device" is the device's writer lock (:mod:`modeling.store.locks`), which also excludes
+device" is the device's writer lock (:mod:`modeling.store.files.locks`), which also excludes
 a CLI sweep, ingest, train or delete of the device; it holds across worker processes,
 and the kernel releases it if the process dies, which is how a job orphaned by a crash
 is recognised: it is marked ``interrupted`` when a worker starts, and when it is read.
@@ -33,7 +33,7 @@ from modeling.errors import SsdPredictError
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir, validate_name
 from modeling.store.jobs import MANY_DEVICES, Job
-from modeling.store.locks import DeviceLock, DeviceLockSet, job_lock, job_running
+from modeling.store.files.locks import DeviceLock, DeviceLockSet, job_lock, job_running
 from modeling.training.fleet import DeviceResult, FleetReport, dask_client, train_fleet, with_reference
 from modeling.training.selection import candidates_of_kinds
 from modeling.training.train import train_device

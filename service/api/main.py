@@ -23,7 +23,7 @@ from fastapi.staticfiles import StaticFiles
 from threadpoolctl import threadpool_limits
 
 from collectors.ingest.batch import STAGING_PREFIX
-from modeling.store.workdirs import remove_stale_workdirs
+from modeling.store.files.workdirs import remove_stale_workdirs
 from service.api import errors
 from service.api.deps import ServiceState
 from service.api.limits import BodyLimitMiddleware

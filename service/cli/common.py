@@ -18,7 +18,7 @@ from rich.table import Table
 
 from modeling.errors import InvalidInput, SsdPredictError
 from modeling.store import DataDir
-from modeling.store.atomic import atomic_write_bytes
+from modeling.store.files.atomic import atomic_write_bytes
 from service.config import get_settings
 
 console = Console()

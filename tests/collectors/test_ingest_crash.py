@@ -18,7 +18,7 @@ import pytest
 
 from collectors.ingest.batch import STAGING_PREFIX
 from modeling.store import DataDir
-from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
+from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_kill_9_during_ingest_leaves_a_folder_that_the_next_ingest_removes(
 def test_only_folders_of_dead_owners_are_removed(tmp_path: Path) -> None:
     # an owner in another process, alive, then dead (killed without cleanup)
     script = ("import sys, time\nfrom pathlib import Path\n"
-              "from modeling.store.workdirs import owned_workdir\n"
+              "from modeling.store.files.workdirs import owned_workdir\n"
               "with owned_workdir(Path(sys.argv[1]), 'w-') as d:\n"
               "    print(d, flush=True); time.sleep(300)\n")
     child = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,

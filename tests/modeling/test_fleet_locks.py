@@ -18,7 +18,7 @@ import pytest
 
 from modeling.errors import DeviceBusy, InvalidInput
 from modeling.store import DataDir
-from modeling.store.locks import DeviceLockSet
+from modeling.store.files.locks import DeviceLockSet
 from modeling.training.fleet import DeviceResult, dask_client, train_fleet
 from modeling.training.selection import candidates_of_kinds
 from modeling.training.train import train_device

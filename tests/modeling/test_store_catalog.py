@@ -8,7 +8,7 @@ import pytest
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store import DataDir, validate_name
-from modeling.store.atomic import atomic_write_bytes
+from modeling.store.files.atomic import atomic_write_bytes
 
 
 def test_points_are_stored_once_and_resumable(datadir: DataDir) -> None:
@@ -86,7 +86,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "f.bin"
     atomic_write_bytes(target, b"old")
 
-    from modeling.store.atomic import atomic_write
+    from modeling.store.files.atomic import atomic_write
 
     def failing(tmp: Path) -> None:
         tmp.write_bytes(b"partial")

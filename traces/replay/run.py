@@ -45,7 +45,7 @@ from collectors.devices.reference import logical_block_size
 from collectors.fio.runner import fio_binary, run_guarded
 from modeling.errors import FioError, InvalidInput, NoData
 from modeling.store.catalog import Catalog
-from modeling.store.workdirs import owned_workdir, remove_stale_workdirs
+from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
 from traces.chunks import TraceChunk
 from traces.formats.reader import open_trace
 from traces.replay.clock import LEAD_OUT_US, MAX_SLIP_US, calibration_prefix, lane_slip

@@ -36,7 +36,7 @@ from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.safety import check_target
 from modeling.errors import InvalidInput, UnsafeTarget
 from modeling.store.catalog import Catalog
-from modeling.store.scratch import is_scratch_file
+from modeling.store.files.scratch import is_scratch_file
 from modeling.workload import KIB, MIB, Workload
 from traces.predict.openloop import PredictsFrame
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from modeling.store.catalog import Catalog
-from modeling.store.locks import DeviceLock, DeviceLockSet, lock_holder
+from modeling.store.files.locks import DeviceLock, DeviceLockSet, lock_holder
 from modeling.store.names import validate_name
 
 
