@@ -1,0 +1,1 @@
+"""Capacity under a latency target: the largest offered load whose predicted latency meets an SLO."""

@@ -1,0 +1,107 @@
+"""Predicted open-loop latency of a workload mix at any offered rate, for the capacity search.
+
+``trace predict`` answers one window at one rate; the capacity search asks the same
+question at many rates of one mix.  The closed-loop curves do not depend on the rate, so
+they are asked of the model once for every mix of a device (one batch call,
+:func:`traces.predict.openloop.closed_loop_curves`, with the device's swept write ratios and
+sizes and its replay ceiling, :class:`traces.predict.windows.DeviceCurveSource`); a rate is
+then arithmetic on a curve: the steady state of :func:`traces.predict.queueing.steady_state`
+at that rate and burstiness, corrected by the device's open-loop points exactly as a
+window is (:meth:`traces.predict.utilisation.UtilisationCorrection.factors`, Poisson gaps).
+A test holds the result equal to ``trace predict``'s table for the same windows.
+
+Latencies at or beyond a bound's capacity are infinite: there is no steady state there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from modeling.workload import WORKLOAD_FIELDS
+from traces.predict.openloop import Curves, PredictsFrame, cap_curves, closed_loop_curves
+from traces.predict.queueing import steady_state
+from traces.predict.windows import DeviceCurveSource
+
+
+@dataclass(frozen=True)
+class LatencyAt:
+    """Predicted latencies (us) of one mix at offered ``rates``; ``inf`` where saturated."""
+
+    rates: np.ndarray
+    mean_us: np.ndarray
+    p99_us: np.ndarray
+    inflight: np.ndarray  # Little's law on the corrected mean: rate x mean
+
+    def column(self, name: str) -> np.ndarray:
+        """``pred_latency_mean_us`` or ``pred_latency_p99_us``."""
+        return self.mean_us if name == "pred_latency_mean_us" else self.p99_us
+
+
+@dataclass
+class MixCurves:
+    """The closed-loop curves of several workload mixes on one device, ready for any rate."""
+
+    mixes: pd.DataFrame  # one row per mix: the workload fields
+    curves: Curves
+    source: DeviceCurveSource
+    arrival_cv2: float = 1.0
+
+    @classmethod
+    def of(
+        cls, model: PredictsFrame, mixes: pd.DataFrame, source: DeviceCurveSource, arrival_cv2: float = 1.0
+    ) -> MixCurves:
+        """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields)."""
+        frame = mixes[list(WORKLOAD_FIELDS)].reset_index(drop=True)
+        curves = closed_loop_curves(model, frame, source.loads, source.write_ratios or None,
+                                    source.sizes or None)
+        return cls(frame, cap_curves(curves, source.ceiling), source, float(arrival_cv2))
+
+    def capacity(self, i: int, bound: str = "value") -> float:
+        """Mix ``i``'s most IO/s under ``bound``'s curve."""
+        return self.curves.curve(i, bound).capacity
+
+    def max_load(self) -> float:
+        """The largest in-flight count the device was measured at."""
+        return float(self.curves.outstanding[-1])
+
+    def latency(self, i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
+        """Mix ``i``'s predicted mean and p99 at each offered rate, under ``bound``."""
+        rates = np.asarray(rates, np.float64)
+        own = self._raw(i, rates, bound)
+        value = own if bound == "value" else self._raw(i, rates, "value")
+        mean, p99 = own["mean"] * 1e6, own["p99"] * 1e6
+        correction = self.source.correction
+        live = np.isfinite(value["mean"])
+        if correction is not None and live.any():
+            windows = pd.DataFrame({"write_ratio": self.mixes.at[i, "write_ratio"],
+                                    "request_size": self.mixes.at[i, "request_size"],
+                                    "randomness": self.mixes.at[i, "randomness"], "iops": rates[live]})
+            pred = pd.DataFrame({
+                "pred_latency_mean_us": value["mean"][live] * 1e6,
+                "pred_latency_p99_us": value["p99"][live] * 1e6,
+                "pred_service_us": value["service"][live] * 1e6,
+                "pred_service_p99_us": value["service_p99"][live] * 1e6,
+                "saturated": np.zeros(int(live.sum()), dtype=bool),
+            })
+            mean_f, p99_f = correction.factors(windows, pred)
+            mean[live] *= mean_f
+            p99[live] *= p99_f
+        return LatencyAt(rates, mean, p99, rates * mean / 1e6)
+
+    def _raw(self, i: int, rates: np.ndarray, bound: str) -> dict[str, np.ndarray]:
+        """The uncorrected steady state at each rate (seconds), as ``predict_open_loop`` gives it."""
+        curve = self.curves.curve(i, bound)
+        cap = curve.capacity
+        out = {k: np.full(len(rates), math.inf) for k in ("mean", "p99")}
+        out["service"] = np.full(len(rates), curve.outstanding[0] / curve.iops[0])
+        out["service_p99"] = np.full(len(rates), curve.p99_s[0])
+        for j, lam in enumerate(rates):
+            if 0 < lam < cap:
+                st = steady_state(curve, float(lam), self.arrival_cv2)
+                out["mean"][j], out["p99"][j] = st.mean_s, st.p99_s
+        return out
+
