@@ -12,12 +12,13 @@ Everything works on the plain ``(n, 9)`` workload matrix of
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
 
 from modeling.errors import InvalidInput
-from modeling.one_row import features_row
 from modeling.workload_matrix import FIELD_INDEX as _IDX
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
@@ -28,6 +29,11 @@ FEATURE_CHOICES: Final[dict[str, tuple[str, ...]]] = {
     "both": ("extended", "basic"),
 }
 """What a user may ask training to use: one set, or both with cross-validation choosing."""
+
+LOG_QD_COLUMN: Final = 1
+"""Column of log2 queue depth in every feature set."""
+LOG_OUTSTANDING_COLUMN: Final = 5
+"""Column of log2 (queue depth x numjobs) in the extended feature set."""
 
 FEATURE_NAMES: Final[dict[str, tuple[str, ...]]] = {
     "basic": ("write_ratio", "log2_queue_depth", "log2_request_size", "randomness"),
@@ -83,3 +89,25 @@ def compute_features(w: np.ndarray, feature_set: str) -> np.ndarray:
             np.log2(mean_request_size(w)),
         ]
     return np.ascontiguousarray(np.column_stack(cols), dtype=np.float32)
+
+
+def features_row(row: Sequence[float], feature_set: str) -> np.ndarray:
+    """:func:`compute_features` of one workload (a list of the fields): a 1 x k matrix.
+
+    The single-row fast path: plain floats instead of a dozen numpy calls on length-1
+    arrays (tests/modeling/test_fast_paths.py holds the two equal).
+    """
+    wr, qd, size = row[_IDX["write_ratio"]], row[_IDX["queue_depth"]], row[_IDX["request_size"]]
+    out = [wr, math.log2(qd), math.log2(size), row[_IDX["randomness"]]]
+    if feature_set == "extended":
+        nj, rs, ws = row[_IDX["numjobs"]], row[_IDX["read_size"]], row[_IDX["write_size"]]
+        out += [
+            math.log2(nj),
+            math.log2(qd * nj),
+            math.log2(rs),
+            math.log2(ws),
+            row[_IDX["read_randomness"]],
+            row[_IDX["write_randomness"]],
+            math.log2((1.0 - wr) * rs + wr * ws),
+        ]
+    return np.array([out], dtype=np.float32)

@@ -16,6 +16,7 @@ numpy operations.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 
@@ -26,7 +27,6 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.parallel import by_row_blocks
-from modeling.one_row import matern_mean_row, matern_slope_row
 
 NUS = (0.5, 1.5, 2.5)
 _CHUNK_ELEMENTS = 1 << 16
@@ -135,7 +135,7 @@ class GaussianProcessModel(RegressorBase):
         if len(self.gp_alpha_) == 0:
             return out
         if X32.shape[0] == 1:
-            out[0] += matern_mean_row(self, X32[0])
+            out[0] += self._mean_of_one_row(X32[0])
             return out
 
         def block(start: int, stop: int) -> np.ndarray:
@@ -161,7 +161,7 @@ class GaussianProcessModel(RegressorBase):
             self.gp_slopes_[key] = (v, self.gp_alpha_ * (self.gp_X_ @ v))
         v, weighted = self.gp_slopes_[key]
         if X32.shape[0] == 1:
-            return np.array([matern_slope_row(self, X32[0], v, weighted)])
+            return np.array([self._slope_of_one_row(X32[0], v, weighted)])
 
         c2 = 3.0 if self.nu == 1.5 else 5.0  # the kernel's s = sqrt(c2) r
         scale = self.gp_amplitude_ * (-3.0 if self.nu == 1.5 else -5.0 / 3.0)
@@ -187,3 +187,44 @@ class GaussianProcessModel(RegressorBase):
             return scale * ((q @ v) * (g @ self.gp_alpha_) - g @ weighted)
 
         return _blocks(block, X32.shape[0], len(self.gp_alpha_))
+
+    # -- one row: the service's common case ---------------------------------------------------
+    # The percentile models of the tail are often Gaussian processes (issue 13), so a single
+    # prediction runs several; the matrix path's blocks and thread pool cost more than the
+    # kernel on one row.  tests/modeling/test_fast_paths.py holds each equal to its twin.
+
+    def _one_row_distances(self, x32: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The row's scaled coordinates ``q`` and its distance to every training point."""
+        q = x32[self.gp_features_] * self.gp_factor_
+        q -= self.gp_shift_
+        d2 = self.gp_X_ @ q
+        d2 *= -2.0
+        d2 += self.gp_train_sq_
+        d2 += q @ q
+        np.maximum(d2, 0.0, out=d2)
+        return q, np.sqrt(d2, out=d2)
+
+    def _mean_of_one_row(self, x32: np.ndarray) -> float:
+        """Twin of :meth:`_predict_core` for one row, before its offset."""
+        q, r = self._one_row_distances(x32)
+        if self.nu == 0.5:
+            k = np.exp(-r)
+        else:
+            s = r * math.sqrt(3.0 if self.nu == 1.5 else 5.0)
+            k = 1.0 + s if self.nu == 1.5 else 1.0 + s + s * s / 3.0
+            k *= np.exp(-s)
+        return self.gp_amplitude_ * float(k @ self.gp_alpha_)
+
+    def _slope_of_one_row(self, x32: np.ndarray, v: np.ndarray, weighted: np.ndarray) -> float:
+        """Twin of :meth:`slope` for one row, with vectors instead of matrices."""
+        q, r = self._one_row_distances(x32)
+        if self.nu == 1.5:  # k'(r)/r = -3 exp(-sqrt(3) r)
+            r *= -np.sqrt(3.0)
+            g = np.exp(r, out=r)
+            g *= -3.0
+        else:  # k'(r)/r = -5/3 (1 + sqrt(5) r) exp(-sqrt(5) r)
+            s = r * np.sqrt(5.0)
+            g = np.exp(-s)
+            g *= s + 1.0
+            g *= -5.0 / 3.0
+        return self.gp_amplitude_ * (float(q @ v) * float(g @ self.gp_alpha_) - float(g @ weighted))

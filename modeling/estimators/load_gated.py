@@ -22,7 +22,7 @@ trees by about a fifth (bench/accuracy.py).
 
 from __future__ import annotations
 
-
+import math
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,6 @@ import numpy as np
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.trees import XGBoostModel
 from modeling.estimators.gaussian_process import GaussianProcessModel
-from modeling.one_row import load_gated_row
 
 LN2 = float(np.log(2.0))
 BOUND_MARGIN = 1e-9
@@ -157,9 +156,28 @@ class LoadGatedModel(RegressorBase):
     def _predict_core(self, X32: np.ndarray) -> np.ndarray:
         runners = getattr(self, "runners_", None) or self.parts_
         if X32.shape[0] == 1:
-            return load_gated_row(self, X32, runners)
+            return self._predict_one_row(X32, runners)
         e = self.elasticity(X32)
         ln_n = X32[:, self.n_col].astype(np.float64) * LN2
         direct = runners["direct"].predict_fast(X32)
         per_load = runners["per_load"].predict_fast(X32) + ln_n
         return np.asarray(np.exp((1.0 - e) * direct + e * per_load))
+
+    # -- one row: the service's common case (tests/modeling/test_fast_paths.py) -----------------
+
+    def _elasticity_of_one_row(self, X32: np.ndarray) -> float:
+        """Twin of :meth:`elasticity` for one row, in plain floats."""
+        t = float(X32[0, self.n_col])
+        lo, hi = float(self.read_range_[0]), float(self.read_range_[1])
+        if not lo <= t <= hi:  # read the gate at the nearer end of the load range
+            X32 = X32 + (min(max(t, lo), hi) - t) * self.unit_
+        slope = float(self.parts_["gate"].slope(X32, self.unit_)[0]) / LN2
+        return min(max(slope, 0.0), 1.0)
+
+    def _predict_one_row(self, X32: np.ndarray, runners: Any) -> np.ndarray:
+        """Twin of :meth:`_predict_core` for one row: the elasticity-weighted blend."""
+        e = self._elasticity_of_one_row(X32)
+        ln_n = float(X32[0, self.n_col]) * LN2
+        direct = float(runners["direct"].predict_fast(X32)[0])
+        per_load = float(runners["per_load"].predict_fast(X32)[0]) + ln_n
+        return np.array([math.exp((1.0 - e) * direct + e * per_load)])

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from modeling.estimators.parallel import by_row_blocks
-from modeling.one_row import forest_leaves_row
 
 SMALL_BATCH_LANES = 4096
 """Rows x trees up to which lock-step evaluation beats calling each tree."""
@@ -78,7 +77,7 @@ class PackedForest:
         """``(n_trees, n_rows)`` leaf values; the same numbers as each tree's ``predict``."""
         n, d = X32.shape
         if n == 1:
-            return forest_leaves_row(self, X32)
+            return self._leaves_of_one_row(X32)
         node = np.repeat(self.roots, n)  # lanes: tree-major, then row
         row_start = np.tile(np.arange(n, dtype=np.intp) * d, len(self.roots))
         # scikit-learn compares the float32 input, widened, with its float64 threshold
@@ -87,6 +86,19 @@ class PackedForest:
             go_right = flat[row_start + self.feature[node]] > self.threshold[node]
             node = self.children[2 * node + go_right]
         return self.value[node].reshape(len(self.roots), n)
+
+    def _leaves_of_one_row(self, X32: np.ndarray) -> np.ndarray:
+        """Twin of :meth:`leaf_values` for one row: ``(n_trees, 1)`` leaf values.
+
+        The row's next node is decided from every node at once (a leaf steps to itself), then
+        each level is one gather, instead of a compare and a gather per level and tree.
+        """
+        x = X32[0].astype(np.float64)
+        step = self.left + self.right_step * (x[self.feature] > self.threshold)
+        node = self.roots
+        for _ in range(self.depth):
+            node = step[node]
+        return self.value[node][:, None]
 
 
 class ForestCells:

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound
-from modeling.features import compute_features
-from modeling.one_row import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, RowLimits, extrapolation_row
+from modeling.features import LOG_OUTSTANDING_COLUMN, LOG_QD_COLUMN, compute_features
+from modeling.one_row import RowLimits, extrapolation_row
 from modeling.one_row import LOAD_LAWS, RowsOf, needed_metrics
 from modeling.one_row import predict_row as fast_row
 from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric

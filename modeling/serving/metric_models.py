@@ -16,7 +16,6 @@ import numpy as np
 
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.load_gated import BOUND_MARGIN
-from modeling.one_row import outside_row
 from modeling.workload import MIB
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
@@ -61,7 +60,8 @@ class ScopeModel:
         """:meth:`outside` of one workload, in plain floats."""
         if self._bounds is None:
             self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())
-        return outside_row(*self._bounds, row)
+        lo, hi = self._bounds
+        return any(v < a or v > b for v, a, b in zip(row, lo, hi, strict=True))
 
     @property
     def estimator(self) -> RegressorBase | None:

@@ -16,8 +16,8 @@ import pytest
 
 from modeling.errors import InvalidInput
 from modeling.estimators.families import ESTIMATORS
-from modeling.features import FEATURE_SETS, compute_features
-from modeling.one_row import extrapolation_row, features_row
+from modeling.features import FEATURE_SETS, compute_features, features_row
+from modeling.one_row import extrapolation_row
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import ScopeModel
 from modeling.serving.physics import needed_rungs
