@@ -9,6 +9,8 @@ Usage::
     .venv/bin/python bench/accuracy.py --study extrapolation --device D --home H   # + sizes
     .venv/bin/python bench/accuracy.py --study tail
     .venv/bin/python bench/accuracy.py --study tail --budget 2 --draws 3   # mean of 3 fold draws
+    .venv/bin/python bench/accuracy.py --study tail --leave-one-device-out --json tail.json  # issue 27
+    .venv/bin/python bench/accuracy.py --study tail --leave-one-device-out --lodo-runs tail.npz  # re-judge
     .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
@@ -46,7 +48,7 @@ from modeling.training.adaptive import propose_points  # noqa: E402
 from modeling.training.evaluate import evaluate_frame  # noqa: E402
 from modeling.workload_matrix import workload_matrix  # noqa: E402
 from modeling.training.fit import fit_device_model  # noqa: E402
-from modeling.training.selection import _c, relative_errors, workload_groups  # noqa: E402
+from modeling.training.selection import make_candidate, relative_errors, workload_groups  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from bench.transfer_study import transfer_study  # noqa: E402
 from modeling.workload import METRICS, Workload  # noqa: E402
@@ -164,7 +166,7 @@ def print_physics(reports: list[dict]) -> None:
 
 
 SAMPLING_CANDIDATES = [
-    _c("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8)
+    make_candidate("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8)
 ]
 
 
@@ -369,6 +371,12 @@ def main() -> None:
                         help="random draws per K in the transfer study")
     parser.add_argument("--draws", type=int, default=1,
                         help="tail study: draws of the outer folds to average (the first is the usual one)")
+    parser.add_argument("--leave-one-device-out", action="store_true",
+                        help="tail study: the tail guard's threshold chosen on the other devices, "
+                        "against a tuned plain XGBoost and CART (bench/tail_lodo.py)")
+    parser.add_argument("--lodo-runs", type=Path,
+                        help="with --leave-one-device-out: re-judge the predictions saved by a run with "
+                        "--json (its .npz) without training again")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     parser.add_argument(
         "--study",
@@ -378,6 +386,11 @@ def main() -> None:
         "from K points of another",
     )
     args = parser.parse_args()
+    if args.lodo_runs:
+        from bench.tail_lodo import lodo_table, load_runs, print_lodo
+
+        print_lodo(lodo_table(load_runs(str(args.lodo_runs))))
+        return
 
     frames: dict[str, pd.DataFrame] = {}
     if args.device:
@@ -396,6 +409,13 @@ def main() -> None:
     if args.transfer_only or args.study == "transfer":
         transfer_study({n: distinct_workloads(f) for n, f in frames.items()}, TRANSFER_FIT,
                        seeds=args.transfer_seeds)
+        return
+    if args.study == "tail" and args.leave_one_device_out:
+        from bench.physics_study import TAIL_CANDIDATES
+        from bench.tail_lodo import print_lodo, tail_lodo_study
+
+        print_lodo(tail_lodo_study(frames, args.budget, args.folds, TAIL_CANDIDATES,
+                                   save=str(args.json.with_suffix(".npz")) if args.json else None))
         return
     if args.study:
         run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device), draws=args.draws)

@@ -18,9 +18,10 @@ from modeling.estimators.families import make_estimator
 from modeling.features import compute_features
 from modeling.training.fit import fit_device_model, median_by_workload
 from modeling.training.physics_check import dense_grid, law_violations
-from modeling.training.selection import _c, cv_folds, relative_errors
+from modeling.training.selection import make_candidate, cv_folds, relative_errors
 from modeling.training.tail_floor import grid_neighbours, loo_geometric_mean, same_load_peers, tail_jumps
-from modeling.serving.physics import PhysicsLimits, stretch
+from modeling.serving.physics.limits import PhysicsLimits
+from modeling.serving.physics.extrapolation import stretch
 from modeling.workload import KIB, METRICS, MIB, PERCENTILE_METRICS, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io, workload_matrix
 
@@ -67,7 +68,7 @@ def oracle_load_study(frame: pd.DataFrame, max_outstanding: int = 32) -> dict[st
     """The load rule fed measured IOPS instead of a model: what the law alone costs.
 
     Each point above ``max_outstanding`` is answered from the measured IOPS at the load
-    the serving path evaluates instead (:func:`modeling.serving.physics.stretch` of the
+    the serving path evaluates instead (:func:`modeling.serving.physics.extrapolation.stretch` of the
     limits of the points at or below it) by two rules: ``flat``, the plateau the serving
     path holds, and ``hyperbolic``, ``1/X = a + b/L`` through that point and the one a
     measured depth below (X = Xmax L / (L + K); flat where it does not saturate).
@@ -127,10 +128,26 @@ def print_extrapolation(rows: dict[str, dict[str, object] | None], title: str) -
 
 
 TAIL_CANDIDATES = [
-    _c("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
-    _c("extended", "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
+    make_candidate("extended", "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
+    make_candidate("extended", "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
 ]
 """The product's two main tail families, untuned: the study must finish on a shared machine."""
+
+
+def tail_workloads(
+    frame: pd.DataFrame,
+) -> tuple[np.ndarray, dict[str, np.ndarray], pd.DataFrame, np.ndarray] | None:
+    """The distinct workloads at their median over repeats, their metrics, as a frame to train on,
+    and their extended features; None when the measurements hold no percentiles besides p99.
+
+    The tail studies' folds split distinct workloads, each trained on at its median.
+    """
+    if not all(m in frame.columns for m in TAIL) or frame[list(TAIL)].isna().any().any():
+        return None
+    names = [*METRICS, *PERCENTILE_METRICS]
+    w, ys, _ = median_by_workload(workload_matrix(frame), {m: frame[m].to_numpy(float) for m in names})
+    distinct = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(**ys)
+    return w, ys, distinct, compute_features(w, "extended")
 
 
 def tail_study(
@@ -146,13 +163,10 @@ def tail_study(
     draw is the single-draw study's) and the errors are averaged, with each metric's
     per-draw range: on 98 workloads one fold draw moves a p99 MRE by several points.
     """
-    if not all(m in frame.columns for m in TAIL) or frame[list(TAIL)].isna().any().any():
+    found = tail_workloads(frame)
+    if found is None:
         return None
-    names = [*METRICS, *PERCENTILE_METRICS]
-    w, ys, _ = median_by_workload(workload_matrix(frame), {m: frame[m].to_numpy(float) for m in names})
-    # the folds split distinct workloads; each is trained on at its median over repeats
-    distinct = pd.DataFrame(w, columns=list(WORKLOAD_FIELDS)).assign(**ys)
-    X = compute_features(w, "extended")
+    w, ys, distinct, X = found
     ours = {m: np.full((draws, len(w)), np.nan) for m in TAIL}
     inside = {m: np.zeros((draws, len(w)), dtype=bool) for m in TAIL}
     plain = {m: np.full((draws, len(w)), np.nan) for m in TAIL}

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.serve import DEVICE, build_home  # noqa: E402
+from modeling.serving import matrix_path  # noqa: E402
 from modeling.serving.device_model import DeviceModel  # noqa: E402
 from modeling.serving.registry import ModelRegistry  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
@@ -48,29 +49,29 @@ def workloads(n: int = 10_000, seed: int = 1) -> dict[str, list[Any]]:
 def timed(
     model: DeviceModel, cols: dict[str, list[Any]], metrics: list[str] | None, reps: int
 ) -> tuple[float, float]:
-    """Median seconds per batch, and of that the rungs' share (``DeviceModel._rungs``)."""
+    """Median seconds per batch, and of that the rungs' share (``matrix_path.rung_values``)."""
     spent = [0.0]
-    original = DeviceModel._rungs
+    original = matrix_path.rung_values
 
-    def rungs(self: DeviceModel, *a: Any) -> Any:
+    def rungs(*a: Any) -> Any:
         t = time.perf_counter()
         try:
-            return original(self, *a)
+            return original(*a)
         finally:
             spent[0] += time.perf_counter() - t
 
-    model.predict_columns(cols, metrics)  # warm the caches
+    model.predict(cols, metrics)  # warm the caches
     totals, rung = [], []
-    DeviceModel._rungs = rungs  # type: ignore[method-assign]
+    matrix_path.rung_values = rungs
     try:
         for _ in range(reps):
             spent[0] = 0.0
             t = time.perf_counter()
-            model.predict_columns(cols, metrics)
+            model.predict(cols, metrics)
             totals.append(time.perf_counter() - t)
             rung.append(spent[0])
     finally:
-        DeviceModel._rungs = original  # type: ignore[method-assign]
+        matrix_path.rung_values = original
     return statistics.median(totals), statistics.median(rung)
 
 

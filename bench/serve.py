@@ -14,7 +14,9 @@ The client is a small keep-alive HTTP/1.1 client on asyncio in this process (raw
 sockets: an HTTP library would cost more CPU than the server on a 2-core machine).
 
 Reported per concurrency (1, 8, 32 connections): p50 / p99 latency and requests/s of
-the trivial endpoint and of single-workload /v1/predict, and their throughput ratio;
+the trivial endpoint, of single-workload /v1/predict, and of /v1/predict on a what-if device
+(``whatif``: RAID 5 of 4 of the trained device, computed from its model; issue 26), and their
+throughput ratios;
 then /v1/predict/batch with 10,000 distinct random workloads, as rows and as columns, in workloads/s
 (client-observed: request sent to response fully received).  Each round interleaves the
 endpoints so background load hits both alike; the spread over rounds is printed.  Targets
@@ -44,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from fastapi import FastAPI  # noqa: E402
 
 from collectors.fio.results import parse_fio_output  # noqa: E402
+from modeling.derived.store import register_derived  # noqa: E402
 from modeling.training.selection import Candidate  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 from modeling.training.train import train_device  # noqa: E402
@@ -51,6 +54,7 @@ from service.api.main import create_app  # noqa: E402
 
 FIO_DATA = ROOT / "tests" / "data" / "fio-plot" / "HPDL380G8" / "HBA" / "INTEL_D3_S4610"
 DEVICE = "intel-s4610"
+WHATIF = "intel-s4610-raid5x4"
 
 
 def bench_app() -> FastAPI:
@@ -218,6 +222,8 @@ def main() -> None:
             f"({'CART only' if args.quick_model else 'default training'}); home {home}"
         )
 
+    register_derived(DataDir(home), WHATIF, {"kind": "raid", "base": DEVICE, "level": 5, "members": 4,
+                                             "chunk": 65536})
     port = free_port()
     env = {**os.environ, "SSDPREDICT_HOME": str(home), "SSDPREDICT_MAX_BATCH": str(args.batch_size)}
     env.pop("SSDPREDICT_API_TOKEN", None)
@@ -258,8 +264,12 @@ def main() -> None:
             http_request("POST", "/v1/predict", json.dumps({"device": DEVICE, "workload": w}).encode())
             for w in workloads
         ]
+        whatif = [
+            http_request("POST", "/v1/predict", json.dumps({"device": WHATIF, "workload": w}).encode())
+            for w in workloads
+        ]
         trivial = [http_request("GET", "/bench/trivial")]
-        for raw in (predict[0], trivial[0]):  # warm-up (and a check that both answer 200)
+        for raw in (predict[0], trivial[0], whatif[0]):  # warm-up (and a check that both answer 200)
             status, body = asyncio.run(_once(port, raw))
             assert status == 200, body
         print(
@@ -270,7 +280,7 @@ def main() -> None:
         results: dict[tuple[str, int], list[dict[str, float]]] = {}
         for rnd in range(args.rounds):
             for c in (1, 8, 32):
-                for name, reqs in (("trivial", trivial), ("predict", predict)):
+                for name, reqs in (("trivial", trivial), ("predict", predict), ("whatif", whatif)):
                     asyncio.run(load(port, reqs, 200, c))  # warm-up at this concurrency
                     lat, errors, wall = asyncio.run(load(port, reqs, args.requests, c))
                     assert errors == 0, f"{errors} non-200 answers from {name}"
@@ -282,7 +292,7 @@ def main() -> None:
         print("\nsingle-workload latency and throughput: median [min..max] over rounds")
         print(f"{'clients':>7}  {'endpoint':8} {'p50 ms':>20} {'p99 ms':>20} {'req/s':>22}")
         for c in (1, 8, 32):
-            for name in ("trivial", "predict"):
+            for name in ("trivial", "predict", "whatif"):
                 rows = results[(name, c)]
                 print(
                     f"{c:>7}  {name:8} {spread([r['p50'] for r in rows], '.2f'):>20} "
@@ -294,6 +304,11 @@ def main() -> None:
                 for p, t in zip(results[("predict", c)], results[("trivial", c)], strict=True)
             ]
             print(f"{c:>7}  predict/trivial throughput ratio: {spread([100 * r for r in ratios], '.0f')} %")
+            derived = [
+                d["rps"] / p["rps"]
+                for d, p in zip(results[("whatif", c)], results[("predict", c)], strict=True)
+            ]
+            print(f"{c:>7}  whatif/predict throughput ratio: {spread([100 * r for r in derived], '.0f')} %")
 
         p99_8 = statistics.median(r["p99"] for r in results[("predict", 8)])
         ratio_8 = statistics.median(

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.trace_reference import DEVICE, _cli, _fio_wrapper  # noqa: E402
+from bench.trace_reference import DEVICE, run_cli, fio_wrapper  # noqa: E402
 from collectors.devices.reference import create_reference, destroy_reference  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
 
@@ -44,7 +44,7 @@ PLAN = {
 
 def _sweep(home: Path, target: str, runtime: str, size_mib: int, *extra: str) -> None:
     plan = [x for kv in PLAN.items() for x in kv]
-    _cli(home, _fio_wrapper(home), "sweep", "--device", DEVICE, "--target", target, *extra,
+    run_cli(home, fio_wrapper(home), "sweep", "--device", DEVICE, "--target", target, *extra,
          "--plan", "grid", *plan, "--engine", "libaio", "--runtime", runtime, "--size", f"{size_mib}MiB")
 
 

@@ -25,7 +25,8 @@ from collectors.plans.presets import pts_plan
 from collectors.sweep.quality import repeat_cv
 from collectors.safety import prepare_file
 from collectors.sweep.run import run_sweep
-from collectors.sweep.settings import SweepSettings, parse_duration_ms
+from collectors.sweep.settings import SweepSettings
+from modeling.units import parse_duration_ms
 from modeling.store import DataDir
 from modeling.workload import METRICS, Workload, format_size, parse_size
 

@@ -88,7 +88,7 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 
 
-def _fio_wrapper(folder: Path) -> dict[str, str]:
+def fio_wrapper(folder: Path) -> dict[str, str]:
     """Environment that makes the product's fio calls run at real-time priority (root only)."""
     fio, chrt = shutil.which("fio"), shutil.which("chrt")
     if not (fio and chrt and os.geteuid() == 0):
@@ -100,7 +100,8 @@ def _fio_wrapper(folder: Path) -> dict[str, str]:
     return {"SSDPREDICT_FIO": str(wrapper)}
 
 
-def _cli(home: Path, env: dict[str, str], *args: str) -> None:
+def run_cli(home: Path, env: dict[str, str], *args: str) -> None:
+    """Run ``ssdpredict ARGS`` on the data directory ``home``; exit with its message on failure."""
     full = {**os.environ, **env, "SSDPREDICT_HOME": str(home), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-m", "service.cli.main", *args], env=full, capture_output=True,
                           text=True)
@@ -273,7 +274,7 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
     print(f"reference device {ref.path}: {ref.note}; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs")
     try:
-        env = _fio_wrapper(home)
+        env = fio_wrapper(home)
         sweep = ("sweep", "--device", DEVICE, "--target", ref.path, "--destroy-data", "--plan", "grid",
                  "--write-ratios", plan["write_ratios"], "--sizes", plan["sizes"], "--queue-depths",
                  plan["queue_depths"], "--numjobs", plan["numjobs"], "--randomness", "1", "--engine", "psync",
@@ -282,12 +283,12 @@ def run(quick: bool, out: Path, size_mib: int = 256, keep: bool = False) -> None
         # CPUs do not share them (a FIFO job runs until it blocks, and zram I/O never
         # blocks), so jobs start late and fio's per-job rates add up to nonsense (6.4
         # million 4 KiB reads a second, 2026-11-25 21:18)
-        _cli(home, {}, *sweep)
+        run_cli(home, {}, *sweep)
         # open-loop points at real-time priority, as the replays run: their timing is the point;
         # the closed-loop sweep is found complete by its key and not measured again
-        _cli(home, env, *sweep, "--open-loop", plan["open_loop"])
+        run_cli(home, env, *sweep, "--open-loop", plan["open_loop"])
         print(f"  swept (closed loop + open-loop points) in {time.time() - t_start:.0f} s")
-        _cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", str(plan["budget"]))
+        run_cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", str(plan["budget"]))
         print(f"  trained at {time.time() - t_start:.0f} s")
         model = ModelRegistry(datadir).load(DEVICE)
         source = device_source(datadir, DEVICE, model)

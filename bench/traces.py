@@ -13,6 +13,7 @@ the disk's own repeat-noise floor.
     .venv/bin/python bench/traces.py                      # throughput only
     .venv/bin/python bench/traces.py --device local-scratch --home ~/.local/share/ssdpredict  # make run's
     .venv/bin/python bench/traces.py --reference --skip-throughput   # open-loop, zram (trace_reference.py)
+    .venv/bin/python bench/traces.py --user-flow --skip-throughput   # user's commands (trace_user_flow.py)
 """
 
 from __future__ import annotations
@@ -245,8 +246,14 @@ def main() -> None:
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--reference", action="store_true",
                     help="open-loop validation on a fresh zram reference device (bench/trace_reference.py)")
+    ap.add_argument("--user-flow", action="store_true",
+                    help="the user's commands, exactly, on zram and throttled references"
+                    " (bench/trace_user_flow.py)")
+    ap.add_argument("--references", default="zram,throttled",
+                    help="with --user-flow: which references, in order (zram, throttled)")
     ap.add_argument("--quick", action="store_true",
-                    help="with --reference: the short version (~7 min); with --device: a 10 s wsrch cut")
+                    help="with --reference: the short version (~7 min); with --device: a 10 s wsrch cut;"
+                    " with --user-flow: one shared trace and one synthetic one per reference")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-trace-reference",
                     help="with --reference: where the synthetic traces and results go")
     args = ap.parse_args()
@@ -257,6 +264,12 @@ def main() -> None:
         from trace_reference import run
 
         run(args.quick, args.out)
+    if args.user_flow:
+        from trace_user_flow import run as run_user_flow
+
+        kinds = tuple(k.strip() for k in args.references.split(","))
+        out = args.out.with_name("bench-trace-user-flow" + ("" if len(kinds) > 1 else f"-{kinds[0]}"))
+        run_user_flow(args.quick, out, kinds)
     if args.device:
         if args.home is None:
             ap.error("--device needs --home")

@@ -21,9 +21,10 @@ TrainProgress = Callable[[str, float], None]
 def scratch_settings(datadir: DataDir, device: str, *, size: str, runtime: str,
                      fio: str | None = None) -> SweepSettings:
     """Settings of a sweep of the scratch file ``<data directory>/scratch/<device>.img``."""
-    datadir.scratch_dir.mkdir(parents=True, exist_ok=True)
     target = datadir.scratch_dir / f"{device}.img"
-    return SweepSettings(target=str(target), runtime=runtime, size=size, fio=fio)
+    settings = SweepSettings(target=str(target), runtime=runtime, size=size, fio=fio)
+    datadir.scratch_dir.mkdir(parents=True, exist_ok=True)  # once the settings are known good
+    return settings
 
 
 def sweep_scratch(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings,

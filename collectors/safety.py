@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -102,13 +103,38 @@ def check_target(path: str | Path, destroy_data: bool = False, *, owned: Owned =
         raise InvalidInput(f"cannot use target {text}: {exc.strerror or exc}") from None
 
 
+# What fio takes in a job file's filename (its ':' separates files; ',', quotes and spaces
+# are refused by the job whitelist): checked before any file is made, not after.
+_FIO_PATH = re.compile(r"/[A-Za-z0-9._/+@-]{0,4095}")
+
+
+def _fio_can_take(text: str, real: Path) -> None:
+    """Refuse a target whose resolved path (what fio is given) fio's filename cannot hold."""
+    if not _FIO_PATH.fullmatch(str(real)):
+        odd = sorted({ch for ch in str(real) if not (ch.isascii() and (ch.isalnum() or ch in "._/+@-"))})
+        which = "this path" if str(real) == os.path.abspath(text) else f"its resolved path {real}"
+        raise InvalidInput(
+            f"target {text}: fio cannot take {which} (it holds {' '.join(repr(c) for c in odd)}); "
+            "use a path of letters, digits and . _ / + @ -"
+        )
+
+
 def _check(text: str, destroy_data: bool, owned: Owned, sys_root: Path, proc_root: Path,
            run: Runner) -> TargetInfo:
     real = Path(os.path.realpath(text))
+    _fio_can_take(text, real)
     if not real.exists():
         if real.parts[:2] == ("/", "dev"):
             # a mistyped device name must not become a regular file in /dev (RAM)
             raise InvalidInput(f"target {text} does not exist")
+        if Path(text).is_symlink():
+            # following it would create a file wherever it points (root, in a shared /tmp)
+            raise UnsafeTarget(f"refusing to write to {text}: it is a symlink to {os.readlink(text)}, "
+                               "which does not exist; name the file itself",
+                               details={"target": text, "reasons": ["dangling symlink"]})
+        if not real.parent.is_dir():
+            raise InvalidInput(f"target {text}: folder {real.parent} does not exist; create it first "
+                               "(a sweep makes its scratch file, not folders)")
         return TargetInfo(str(real), "file", 0, {"exists": "no"})
     st = real.stat()
     if stat.S_ISREG(st.st_mode):
@@ -222,7 +248,6 @@ def prepare_file(path: str | Path, size: int, *, created: Callable[[Path], None]
     ``removed`` when it is removed again.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     current = target.stat().st_size if target.exists() else 0
     if current >= size:
         return

@@ -166,3 +166,10 @@ class NoSpace(InvalidInput):
     """A scratch file would not fit in the free space of its filesystem."""
 
     code = "no_space"
+
+
+class ReadOnlyData(SsdPredictError):
+    """A write to a data directory that is not writable (read-only mount, no permission)."""
+
+    kind = "unavailable"
+    code = "read_only"

@@ -5,7 +5,7 @@ characteristics are the published ones (Li & Huang, MASCOTS 2010):
 
 * ``write_ratio`` -- fraction of requests that are writes, 0..1 (fio ``rwmixwrite`` / 100)
 * ``queue_depth`` -- outstanding I/Os per submitting job, 1..4096 (fio ``iodepth``)
-* ``request_size`` -- bytes per request, >= 512, a multiple of 512, <= 64 MiB (fio ``bs``)
+* ``request_size`` -- bytes per request, >= 64, a multiple of 64, <= 64 MiB (fio ``bs``)
 * ``randomness`` -- fraction of requests not sequential to the previous one, 0..1
   (fio ``percentage_random`` / 100)
 
@@ -31,7 +31,6 @@ region, :data:`REGIONS` lists them all.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, overload
 from collections.abc import Mapping
@@ -39,8 +38,10 @@ from collections.abc import Mapping
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-KIB: Final = 1024
-MIB: Final = 1024 * KIB
+# the size grammar lives in modeling.units; re-exported here for the workload's users
+from modeling.units import KIB as KIB, MIB as MIB, SIZE_PATTERN as SIZE_PATTERN
+from modeling.units import format_size as format_size, parse_size as parse_size
+
 MAX_REQUEST_SIZE: Final = 64 * MIB
 
 METRICS: Final[tuple[str, ...]] = ("latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops")
@@ -78,42 +79,6 @@ METRIC_UNITS: Final[Mapping[str, str]] = {
 
 SMALL_REQUEST_MAX: Final = 32 * KIB
 """Requests up to this size count as *small* for the workload regions."""
-
-SIZE_PATTERN: Final = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)([iI]?[bB]?)\s*$"
-"""A size string (``16k``, ``4KiB``, ``1m``): what :func:`parse_size` reads and the API schema says."""
-_SIZE_RE = re.compile(SIZE_PATTERN)
-_SIZE_MULT = {"": 1, "k": KIB, "m": MIB, "g": 1024 * MIB, "t": 1024 * 1024 * MIB}
-
-
-def parse_size(value: Any) -> int:
-    """Parse a size in bytes from an int or a string like ``4096``, ``16k``, ``4KiB``, ``1m``."""
-    if isinstance(value, bool):
-        raise ValueError("size must be a number of bytes or a string like '16k'")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ValueError(f"size must be a whole number of bytes, got {value}")
-        return int(value)
-    if isinstance(value, str):
-        match = _SIZE_RE.match(value)
-        if not match:
-            raise ValueError(f"not a size: {value!r} (use bytes or a suffix k, m, g: '16k', '1MiB')")
-        number, unit, _ = match.groups()
-        size = float(number) * _SIZE_MULT[unit.lower()]
-        if not size.is_integer():
-            raise ValueError(f"size {value!r} is not a whole number of bytes")
-        return int(size)
-    raise ValueError(f"size must be a number of bytes or a string like '16k', got {type(value).__name__}")
-
-
-def format_size(size: int) -> str:
-    """Format a byte count the way fio accepts it (``4k``, ``1m``, ``1536``)."""
-    for suffix, mult in (("g", 1024 * MIB), ("m", MIB), ("k", KIB)):
-        if size >= mult and size % mult == 0:
-            return f"{size // mult}{suffix}"
-    return str(size)
-
 
 @dataclass(frozen=True)
 class FieldLimit:
@@ -185,8 +150,10 @@ class FieldLimit:
         return Field(default, description=self.full_description, **extra)
 
 
-SIZE_STEP: Final = 512
-"""Request sizes are whole multiples of a sector."""
+SIZE_STEP: Final = 64
+"""Request sizes are whole multiples of 64 bytes: a CPU cache line, the unit persistent memory
+(class ``pmem``, fio's libpmem and dev-dax engines) is written in.  Block devices need whole
+sectors (512 B or 4 KiB) for direct I/O; fio refuses smaller requests there with a clear error."""
 
 WORKLOAD_LIMITS: Final[tuple[FieldLimit, ...]] = (
     FieldLimit("write_ratio", "fraction", 0.0, 1.0, "", "fraction of requests that are writes, 0..1"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modeling.errors import InvalidInput
@@ -21,6 +21,7 @@ from modeling.workload import BASIC_FIELDS, WORKLOAD_FIELDS, WORKLOAD_LIMITS, fi
 FIELD_INDEX = {name: i for i, name in enumerate(WORKLOAD_FIELDS)}
 """Column of each workload field."""
 _IDX = FIELD_INDEX
+_WR, _READ_SIZE, _WRITE_SIZE = _IDX["write_ratio"], _IDX["read_size"], _IDX["write_size"]
 FRACTION_COLUMNS = tuple(i for i, f in enumerate(WORKLOAD_FIELDS) if "ratio" in f or "randomness" in f)
 """Columns of the fields that are fractions (0 to 1): write ratio and the randomness fields."""
 
@@ -73,6 +74,12 @@ def mean_request_size(w: np.ndarray) -> np.ndarray:
     """Mean bytes per request of the read/write mix."""
     wr = w[:, _IDX["write_ratio"]]
     return (1.0 - wr) * w[:, _IDX["read_size"]] + wr * w[:, _IDX["write_size"]]
+
+
+def mean_request_size_row(row: Sequence[float]) -> float:
+    """:func:`mean_request_size` of one workload (a list of the fields), in plain floats."""
+    wr = row[_WR]
+    return (1.0 - wr) * row[_READ_SIZE] + wr * row[_WRITE_SIZE]
 
 
 def outstanding_io(w: np.ndarray) -> np.ndarray:

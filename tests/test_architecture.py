@@ -4,10 +4,11 @@ Walks every module of the four packages with ``ast`` (function-local imports inc
 since a cycle hidden behind one is still a cycle) and checks the graph against the map
 in the README's Layout section:
 
-* ``modeling`` core (``errors``, ``workload``, ``workload_matrix``, ``one_row``,
+* ``modeling`` core (``errors``, ``units``, ``workload``, ``workload_matrix``,
   ``features``, ``store``) imports nothing else of modeling;
 * ``modeling.estimators`` imports only the core;
-* ``modeling.serving`` imports the core and estimators, never training;
+* ``modeling.serving`` imports the core and estimators, never training; ``modeling.derived``
+  (what-if devices, answered through the same registry) belongs to it;
 * ``modeling.training`` imports the core, estimators and serving (it builds the
   ``DeviceModel`` that serving answers with);
 * ``modeling.reporting`` imports all of modeling (it refits the served model's
@@ -15,11 +16,19 @@ in the README's Layout section:
 * ``collectors`` may import modeling, never service or traces;
 * ``traces`` may import modeling and collectors, never service;
 * only ``service`` imports the web and CLI libraries, and nothing else imports service.
+
+Beside the layering: no module of the packages, ``bench/`` or ``notebooks/`` imports
+another module's private (``_name``) names or reads one off another module's object
+(tests may reach into what they test), no package folder holds more than
+:data:`MAX_MODULES` modules, and single-row "twins" of matrix code live only in the
+estimators' own modules (one prediction path, issue 24).
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,9 +38,9 @@ PACKAGES = ("collectors", "modeling", "service", "traces")
 WEB_AND_CLI = ("fastapi", "typer", "uvicorn", "starlette")
 CORE = (
     "modeling.errors",
+    "modeling.units",
     "modeling.workload",
     "modeling.workload_matrix",
-    "modeling.one_row",
     "modeling.features",
     "modeling.store",
 )
@@ -91,6 +100,8 @@ GRAPH = _graph()
 
 def _owner(module: str) -> str:
     """The architectural layer of a project module."""
+    if module == "modeling.derived" or module.startswith("modeling.derived."):
+        return "modeling.serving"
     for prefix in (*CORE, *ROOMS):
         if module == prefix or module.startswith(prefix + "."):
             return prefix if prefix in ROOMS else "modeling.core"
@@ -151,8 +162,8 @@ def test_the_walk_sees_every_package_and_function_local_imports():
     # guards the test itself: a broken walk would find no edge and pass everything
     assert len(MODULES) > 80
     assert "modeling.serving.registry" in GRAPH["modeling.serving.predict"]
-    # service/cli/models.py imports the evaluation inside the command function
-    assert "modeling.training.evaluate" in GRAPH["service.cli.models"]
+    # service/cli/learn/evaluate.py imports the evaluation inside the command function
+    assert "modeling.training.evaluate" in GRAPH["service.cli.learn.evaluate"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -192,3 +203,167 @@ def test_the_cycle_finder_finds_a_cycle():
     finally:
         GRAPH.clear()
         GRAPH.update(saved)
+
+
+# -- names private to their module, package sizes, one prediction path -------------------
+
+SCRIPTS = ("bench", "notebooks")
+"""Not packages, but code of the project: they may import anything public, nothing private."""
+MAX_MODULES = 12
+"""No package folder holds more modules than this (``__init__.py`` aside)."""
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _script_sources() -> dict[str, str]:
+    """Source of every script and notebook code cell, by its path (cells as ``path#n``)."""
+    out: dict[str, str] = {}
+    for folder in SCRIPTS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            out[str(path.relative_to(ROOT))] = path.read_text()
+        for path in sorted((ROOT / folder).rglob("*.ipynb")):
+            cells = json.loads(path.read_text())["cells"]
+            for n, cell in enumerate(c for c in cells if c["cell_type"] == "code"):
+                lines = "".join(cell["source"]).splitlines()
+                code = [ln for ln in lines if not ln.lstrip().startswith(("%", "!"))]  # magics
+                out[f"{path.relative_to(ROOT)}#{n}"] = "\n".join(code)
+    return out
+
+
+SOURCES = {
+    **{str(path.relative_to(ROOT)): path.read_text() for path in MODULES.values()},
+    **_script_sources(),
+}
+TREES = {name: ast.parse(text, name) for name, text in SOURCES.items()}
+
+
+def _defined_private(tree: ast.AST) -> set[str]:
+    """The private names a module defines: functions, classes, attributes of self, globals."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                out.add(node.attr)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        elif isinstance(node, ast.alias):
+            out.add(node.asname or node.name.split(".")[0])
+    return {n for n in out if _private(n)}
+
+
+DEFINED_PRIVATE = {name: _defined_private(tree) for name, tree in TREES.items()}
+PROJECT_PRIVATE = set().union(*DEFINED_PRIVATE.values())
+PROJECT_ROOTS = {*PACKAGES, *SCRIPTS, "tests"}
+
+
+def _private_reaches(name: str, tree: ast.AST) -> list[str]:
+    """Where module ``name`` imports another module's private name or reads one off an object."""
+    found = []
+    own = DEFINED_PRIVATE[name]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PROJECT_ROOTS:
+            names = [a.name for a in node.names if _private(a.name)]
+            found += [f"{name}:{node.lineno} imports {node.module}.{n}" for n in names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names if any(map(_private, a.name.split(".")))]
+            found += [f"{name}:{node.lineno} imports {n}" for n in names]
+        elif isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own:
+            # self._x is the class's own (perhaps inherited) state; obj._x defined in
+            # another project module is that module's private
+            mine = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            if not mine and node.attr in PROJECT_PRIVATE:
+                found.append(f"{name}:{node.lineno} reads {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_reaches_another_modules_private_names():
+    wrong = [hit for name, tree in TREES.items() for hit in _private_reaches(name, tree)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_private_name_check_finds_a_reach(monkeypatch):
+    # guards the check itself: a private imported, and one read off another module's object
+    probe = "from modeling.x import _helper\nvalue = other._helper\nmine = self._helper\n"
+    monkeypatch.setitem(DEFINED_PRIVATE, "probe", set())
+    monkeypatch.setattr(sys.modules[__name__], "PROJECT_PRIVATE", {*PROJECT_PRIVATE, "_helper"})
+    hits = _private_reaches("probe", ast.parse(probe))
+    assert hits == ["probe:1 imports modeling.x._helper", "probe:2 reads other._helper"]
+
+
+@pytest.mark.parametrize("script", sorted({n.split("#")[0] for n in SOURCES if n.split("/")[0] in SCRIPTS}))
+def test_scripts_import_only_what_exists(script):
+    """A bench or notebook imports project modules that exist (the layering: anything public)."""
+    wrong = []
+    for name, tree in TREES.items():
+        if name.split("#")[0] != script:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PACKAGES:
+                if node.module not in MODULES:
+                    wrong.append(f"{name}:{node.lineno} imports {node.module}, no such module")
+    assert not wrong, "\n".join(wrong)
+
+
+def _package_folders() -> list[Path]:
+    return [
+        folder
+        for package in PACKAGES
+        for folder in [ROOT / package, *sorted((ROOT / package).rglob("*"))]
+        if folder.is_dir() and (folder / "__init__.py").exists()
+    ]
+
+
+def test_no_package_folder_holds_more_than_twelve_modules():
+    sizes = {
+        str(folder.relative_to(ROOT)): len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        for folder in _package_folders()
+    }
+    assert {"modeling", "modeling/serving", "traces", "service/cli"} <= set(sizes)
+    over = {folder: n for folder, n in sizes.items() if n > MAX_MODULES}
+    assert not over, f"package folders over {MAX_MODULES} modules: {over}"
+
+
+def test_twins_live_only_in_the_estimators_own_modules():
+    """One prediction path: a single-row twin of matrix code only beside it in an estimator."""
+    twins = sorted(
+        f"{name}: {text.count('Twin of')}"
+        for name, text in SOURCES.items()
+        if "Twin of" in text and not name.startswith("modeling/estimators/")
+    )
+    assert any("Twin of" in text for name, text in SOURCES.items()), "the estimators' twins are named so"
+    assert not twins, f"twins outside modeling/estimators/: {twins}"
+
+
+PREDICTION_INTERNALS = (
+    "modeling.serving.row_path",
+    "modeling.serving.matrix_path",
+    "modeling.serving.feature_lookup",
+    "modeling.serving.physics",
+)
+"""What ``DeviceModel.predict`` picks between and runs: the service never reaches past it."""
+
+
+def test_the_service_predicts_through_one_entry_point():
+    """The route, the batcher and the CLI import no path of their own and call only ``predict``."""
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if module.startswith("service.")
+        for target in targets
+        if any(target == p or target.startswith(p + ".") for p in PREDICTION_INTERNALS)
+    )
+    for name, tree in TREES.items():
+        if name.startswith("service/"):
+            wrong += [
+                f"{name}:{node.lineno} calls .{node.attr}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr in ("predict_matrix", "predict_row")
+            ]
+    assert "service.api.batcher" in GRAPH and "modeling.serving.device_model" in GRAPH["service.api.batcher"]
+    assert not wrong, "\n".join(wrong)

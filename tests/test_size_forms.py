@@ -16,7 +16,7 @@ from modeling.workload import SIZE_PATTERN, Workload
 from service.api.main import app as api_app
 from service.api.schemas import BatchPredictRequest, PredictRequest
 from service.cli.main import app as cli_app
-from service.cli.models import _workload_from_options
+from service.cli.ask.predict import workload_from_options
 
 FORMS = ["4096", "4k", "4K", "4KiB", "4kb", " 4 KiB "]
 BASE = {"write_ratio": 0.0, "queue_depth": 1, "randomness": 1.0}
@@ -36,7 +36,7 @@ def test_a_size_reads_the_same_in_the_cli_a_csv_and_the_api(form: str, tmp_path:
     batch = BatchPredictRequest.model_validate({"device": "d", "workloads": [{**BASE, "request_size": form}]})
     assert batch.workloads is not None and Workload.model_validate(batch.workloads[0]).request_size == 4096
     # the CLI's --request-size
-    cli = _workload_from_options(**{**BASE, "request_size": form, "numjobs": None, "read_size": None,
+    cli = workload_from_options(**{**BASE, "request_size": form, "numjobs": None, "read_size": None,
                                     "write_size": None, "read_randomness": None, "write_randomness": None})
     assert cli.request_size == 4096
     # a CSV of measurements (ssdpredict ingest) and a CSV of workloads (predict --input)

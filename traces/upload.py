@@ -6,12 +6,13 @@ raised while the upload is open, and answers built from it, name the client's fi
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from modeling.errors import NoData, SsdPredictError, TooLarge
 from modeling.store import DataDir
@@ -19,9 +20,10 @@ from modeling.store import DataDir
 
 @dataclass(frozen=True)
 class TraceUpload:
-    """An uploaded trace (bytes, the client's file name) and how to window and predict it."""
+    """An uploaded trace (bytes or a readable binary stream, the client's file name) and how to
+    window and predict it.  A stream is copied to scratch in pieces, never held whole."""
 
-    data: bytes
+    data: bytes | IO[bytes]
     filename: str = ""
     fmt: str = "auto"
     window_s: float | None = 1.0
@@ -42,24 +44,39 @@ def answer_upload(
     return out
 
 
+COPY_BYTES = 1 << 20
+
+
+def _copy_capped(src: IO[bytes], dst: IO[bytes], max_bytes: int | None) -> int:
+    """Copy ``src`` to ``dst`` a piece at a time; refuse it the moment it passes ``max_bytes``."""
+    total = 0
+    while piece := src.read(COPY_BYTES):
+        total += len(piece)
+        if max_bytes is not None and total > max_bytes:
+            raise TooLarge(f"trace upload of over {max_bytes} bytes exceeds the limit of {max_bytes} bytes")
+        dst.write(piece)
+    return total
+
+
 @contextmanager
 def uploaded_trace(
-    datadir: DataDir, device: str, data: bytes, max_bytes: int | None, public: str = "upload"
+    datadir: DataDir, device: str, data: bytes | IO[bytes], max_bytes: int | None, public: str = "upload"
 ) -> Iterator[Path]:
     """Yield the path of ``data`` written to the scratch folder; refuse it if too big or empty.
 
     A domain error raised inside the block has the scratch path replaced by ``public``.
     """
-    if max_bytes is not None and len(data) > max_bytes:
-        raise TooLarge(f"trace upload of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
-    if not data:
-        raise NoData("the uploaded trace is empty")
+    if isinstance(data, bytes):
+        if max_bytes is not None and len(data) > max_bytes:
+            raise TooLarge(f"trace upload of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
+        data = io.BytesIO(data)
     datadir.catalog.get_device(device)
     scratch = datadir.scratch_dir
     scratch.mkdir(parents=True, exist_ok=True)
     # A blktrace per-CPU name would make the parser look for sibling files: use a plain name.
     with tempfile.NamedTemporaryFile(dir=scratch, prefix="upload-", suffix=".trace") as tmp:
-        tmp.write(data)
+        if not _copy_capped(data, tmp, max_bytes):
+            raise NoData("the uploaded trace is empty")
         tmp.flush()
         try:
             yield Path(tmp.name)

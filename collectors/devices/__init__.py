@@ -38,6 +38,8 @@ def describe_device(catalog: Catalog, name: str, *, with_sweeps: bool = False) -
         "points": sum(s.n_points for s in sweeps if s.status == "complete"),
         "incomplete_sweeps": sum(1 for s in sweeps if s.status != "complete"),
         "active_model": active.version if active else None,
+        # a what-if device (modeling.derived): computed from its base device's model, never measured
+        "derived": dev.metadata.get("derived"),
     }
     if with_sweeps:
         summary["sweep_list"] = [

@@ -10,6 +10,10 @@ between runs, so a model cannot be judged on it.  In order of preference:
 * ``file``: a scratch file under ``/var/tmp``, the fallback where neither can be made
   (no root, no zram module, no loop devices); it goes through the page cache's disk and
   is as noisy as that disk, which :attr:`Reference.note` says.
+* ``throttled`` (asked for by name, with ``iops``): zram under the kernel's block throttle,
+  which behaves like a cloud volume with provisioned IOPS (a token bucket,
+  :mod:`collectors.devices.throttle`); the throttle is recorded in the reference's
+  ``throttle`` and every fio ssdpredict runs on the device joins its cgroup.
 
 Every device made here is recorded in ``DATADIR/reference.json``; :func:`destroy_reference`
 removes only devices recorded there, so it never touches a device someone else made.
@@ -22,12 +26,14 @@ import os
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
+from collectors.devices.throttle import create_throttle, remove_throttle
 from modeling.errors import InvalidInput, NotFound
 from modeling.store import DataDir
 from modeling.workload import MIB
 
-KINDS = ("auto", "zram", "loop", "file")
+KINDS = ("auto", "zram", "loop", "file", "throttled")
 PREFIX = "ssdpredict-reference-"
 SYS = Path("/sys")
 
@@ -42,6 +48,8 @@ class Reference:
     logical_block_size: int
     backing: str | None = None  # the tmpfs file behind a loop device
     note: str = ""
+    # a throttled reference's cap: version, cgroup, device (MAJ:MIN), iops (per direction)
+    throttle: dict[str, Any] | None = None
 
 
 def _registry(datadir: DataDir) -> Path:
@@ -124,12 +132,22 @@ def _make_file(size: int, why: str) -> Reference:
     return Reference("file", str(path), size, 512, note=note)
 
 
-def create_reference(datadir: DataDir, kind: str = "auto", size: int = 256 * MIB) -> Reference:
-    """Make a reference device (``auto``: zram, else loop over tmpfs, else a scratch file)."""
+def create_reference(datadir: DataDir, kind: str = "auto", size: int = 256 * MIB,
+                     iops: int | None = None) -> Reference:
+    """Make a reference device (``auto``: zram, else loop over tmpfs, else a scratch file).
+
+    ``throttled`` needs ``iops``: a zram device capped at that many reads and writes per second.
+    """
     if kind not in KINDS:
         raise InvalidInput(f"unknown reference kind {kind!r}; use one of {', '.join(KINDS)}")
     if not 16 * MIB <= size <= 64 * 1024 * MIB or size % MIB:
         raise InvalidInput("reference size must be a whole number of MiB between 16 MiB and 64 GiB")
+    if (kind == "throttled") != (iops is not None):
+        raise InvalidInput("--iops goes with --kind throttled, and --kind throttled needs --iops")
+    if kind == "throttled":
+        made = _make_throttled(size, int(iops or 0))
+        _save(datadir, [*_load(datadir), made])
+        return made
     failures: list[str] = []
     ref: Reference | None = None
     for k in ("zram", "loop") if kind == "auto" else (kind,):
@@ -146,6 +164,29 @@ def create_reference(datadir: DataDir, kind: str = "auto", size: int = 256 * MIB
     return ref
 
 
+def _make_throttled(size: int, iops: int) -> Reference:
+    if not 1 <= iops <= 10_000_000:
+        raise InvalidInput("--iops must be between 1 and 10000000")
+    try:
+        zram = _make_zram(size)
+    except OSError as exc:
+        raise InvalidInput(f"cannot make a throttled reference device: zram: {exc}") from None
+    try:
+        throttle = create_throttle(zram.path, iops)
+    except OSError as exc:
+        _remove_zram(zram.path)
+        raise InvalidInput(f"cannot make a throttled reference device: {exc}") from None
+    note = (f"zram under the block throttle: {iops} reads/s and {iops} writes/s, a token bucket "
+            "(a cloud volume's provisioned IOPS)")
+    return Reference("throttled", zram.path, size, zram.logical_block_size, note=note, throttle=throttle)
+
+
+def _remove_zram(path: str) -> None:
+    name = Path(path).name
+    (SYS / "block" / name / "reset").write_text("1")
+    (SYS / "class" / "zram-control" / "hot_remove").write_text(name.removeprefix("zram"))
+
+
 def list_references(datadir: DataDir) -> list[Reference]:
     """The reference devices made here and not yet destroyed."""
     return _load(datadir)
@@ -160,10 +201,10 @@ def destroy_reference(datadir: DataDir, path: str) -> Reference:
             f"{path} is not a reference device made by ssdpredict (see `ssdpredict reference list`)"
         )
     ref = match[0]
-    if ref.kind == "zram":
-        name = Path(ref.path).name
-        (SYS / "block" / name / "reset").write_text("1")
-        (SYS / "class" / "zram-control" / "hot_remove").write_text(name.removeprefix("zram"))
+    if ref.throttle:
+        remove_throttle(ref.throttle)  # first: the rules name the device's numbers
+    if ref.kind in ("zram", "throttled"):
+        _remove_zram(ref.path)
     elif ref.kind == "loop":
         subprocess.run(["losetup", "--detach", ref.path], capture_output=True, timeout=30, check=False)
         if ref.backing:

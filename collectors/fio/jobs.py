@@ -28,8 +28,9 @@ from typing import Final
 from modeling.errors import InvalidInput
 from modeling.workload import Workload, format_size
 
-ENGINES: Final[tuple[str, ...]] = ("io_uring", "libaio", "psync", "spdk")
-"""The I/O engines a sweep may use (``spdk`` only when its fio plugin is installed)."""
+ENGINES: Final[tuple[str, ...]] = ("io_uring", "libaio", "psync", "spdk", "libpmem", "dev-dax")
+"""The I/O engines a sweep may use (``spdk`` only when its fio plugin is installed; ``libpmem``
+and ``dev-dax``, both synchronous, for persistent memory: class ``pmem``)."""
 
 PERCENTILE_LIST: Final = "50:90:99:99.9"
 
@@ -44,7 +45,7 @@ WHITELIST: Final[Mapping[str, re.Pattern[str]]] = {
     name: re.compile(pattern)
     for name, pattern in {
         "filename": _PATH,
-        "ioengine": r"io_uring|libaio|psync|spdk|" + _PATH,
+        "ioengine": r"io_uring|libaio|psync|spdk|libpmem|dev-dax|" + _PATH,
         "direct": "[01]",
         "thread": "[01]",
         "rw": "read|write|rw|randread|randwrite|randrw",
@@ -110,6 +111,33 @@ def render_job(global_options: Mapping[str, object], jobs: Mapping[str, Mapping[
     return "\n".join(lines) + "\n"
 
 
+MIN_SPAN: Final = 4096
+"""The smallest span a job measures (one 4 KiB request)."""
+
+
+# The rules of the settings a user gives, each written once: SweepSettings applies them when
+# it is built (before any lock, file or attach), JobSettings again for direct library callers.
+def check_runtime_ms(ms: int) -> int:
+    """A job's runtime: a positive number of milliseconds."""
+    if ms <= 0:
+        raise InvalidInput(f"runtime must be positive (got {ms} ms)")
+    return ms
+
+
+def check_span(size: int) -> int:
+    """A job's span (fio ``size``): at least :data:`MIN_SPAN` bytes."""
+    if size < MIN_SPAN:
+        raise InvalidInput(f"the span (size) must be at least 4 KiB (got {size} bytes)")
+    return size
+
+
+def check_passes(passes: int) -> int:
+    """Sequential fills of preconditioning: 1 to 100."""
+    if not 1 <= passes <= 100:
+        raise InvalidInput(f"precondition passes must be between 1 and 100 (got {passes})")
+    return passes
+
+
 @dataclass(frozen=True)
 class JobSettings:
     """Where and how a workload runs: target, engine, span and timing."""
@@ -130,10 +158,8 @@ class JobSettings:
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise InvalidInput(f"unknown engine {self.engine!r}; choose one of {', '.join(ENGINES)}")
-        if self.runtime_ms <= 0:
-            raise InvalidInput("runtime must be positive")
-        if self.size < 4096:
-            raise InvalidInput("the span (size) must be at least 4 KiB")
+        check_runtime_ms(self.runtime_ms)
+        check_span(self.size)
         check_option("filename", self.target)
         if self.engine == "spdk":
             if not self.spdk_plugin:
@@ -221,8 +247,7 @@ def build_job(workload: Workload, settings: JobSettings, *, name: str = "point")
 
 def build_fill_job(settings: JobSettings, *, passes: int = 2) -> str:
     """A job that writes the whole span sequentially ``passes`` times (preconditioning)."""
-    if not 1 <= passes <= 100:
-        raise InvalidInput("precondition passes must be between 1 and 100")
+    check_passes(passes)
     options = {
         "filename": settings.target,
         **_engine_options(settings),

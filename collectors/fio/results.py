@@ -63,6 +63,9 @@ def load_fio_json(text: str | bytes, *, source: str = "fio output") -> dict[str,
     except RecursionError:
         # fio nests objects a few levels deep; thousands of levels is not fio output.
         raise FioOutputError(f"{source}: corrupt fio JSON: nested too deeply") from None
+    except ValueError as exc:
+        # Python refuses to convert an integer of over 4300 digits (sys.get_int_max_str_digits)
+        raise FioOutputError(f"{source}: corrupt fio JSON: {exc}") from None
     if not isinstance(data, dict) or not (
         isinstance(data.get("jobs"), list) or isinstance(data.get("client_stats"), list)
     ):
@@ -138,12 +141,21 @@ def _number(obj: Mapping[str, Any], key: str, source: str, where: str) -> float:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FioOutputError(f"{source}: {where}.{key}: expected a number, got {type(value).__name__}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past float's range (fio writes at most 20 digits)
+        number = math.inf
     if not (math.isfinite(number) and 0 <= number < MAX_METRIC):
         raise FioOutputError(
-            f"{source}: {where}.{key}: {value!r} is not a finite, non-negative measurement"
+            f"{source}: {where}.{key}: {_shown(value)} is not a finite, non-negative measurement"
         )
     return number
+
+
+def _shown(value: int | float) -> str:
+    """``value`` for an error message: a huge integer by its digit count, not its digits."""
+    text = repr(value) if isinstance(value, float) or abs(value) < 10**30 else None
+    return text if text is not None else f"a {len(str(abs(value)))}-digit integer"
 
 
 def _parse_group(

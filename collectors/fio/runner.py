@@ -9,10 +9,11 @@ import signal
 import socket
 import subprocess
 import sys
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from collectors.devices.throttle import cgroup_for_job, join
 from collectors.fio import guard
 from modeling.errors import FioError, FioMissing, InvalidInput
 
@@ -75,12 +76,16 @@ def run_fio(
     timeout: float = 600.0,
     extra_args: Sequence[str] = (),
     binary: str | None = None,
+    env: Mapping[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> str:
     """Run one fio job file and return its JSON output.
 
     ``job_text`` must come from :mod:`collectors.fio.jobs`, which builds it from
     whitelisted options only.  ``remote`` sends the job to a ``fio --server``; ``binary``
-    is the configured fio (default: fio on PATH).
+    is the configured fio (default: fio on PATH); ``env`` adds environment variables (the
+    pmem stand-in's ``PMEM_IS_PMEM_FORCE``: :mod:`collectors.devices.pmem`); ``prefix`` runs
+    fio under another command (``chrt --fifo 20``: open-loop points at the replay's priority).
     """
     fio = fio_binary(binary)
     # The job file lives in an anonymous memory file, not in /tmp: a killed sweep leaves
@@ -89,13 +94,16 @@ def run_fio(
     try:
         os.write(job_fd, job_text.encode())
         job_path = f"/proc/self/fd/{job_fd}"
-        cmd = [fio, "--output-format=json", *extra_args]
+        cmd = [*prefix, fio, "--output-format=json", *extra_args]
         if remote is not None:
             host, port = parse_remote(remote)
             cmd += [f"--client={host},{port}", job_path]
         else:
             cmd.append(job_path)
-        returncode, stdout, stderr = run_guarded(cmd, timeout=timeout, pass_fds=(job_fd,))
+        # a throttled reference caps only the I/O of its cgroup (collectors/devices/throttle.py)
+        cgroup = None if remote is not None else cgroup_for_job(job_text)
+        returncode, stdout, stderr = run_guarded(cmd, timeout=timeout, pass_fds=(job_fd,), cgroup=cgroup,
+                                                 env=env)
     finally:
         os.close(job_fd)
     if returncode != 0:
@@ -105,8 +113,14 @@ def run_fio(
     return stdout
 
 
-def run_guarded(cmd: Sequence[str], *, timeout: float, pass_fds: Sequence[int] = ()) -> tuple[int, str, str]:
+def run_guarded(
+    cmd: Sequence[str], *, timeout: float, pass_fds: Sequence[int] = (), cgroup: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, str, str]:
     """Run ``cmd`` under :mod:`collectors.fio.guard`; return (exit status, stdout, stderr).
+
+    ``cgroup``: the guard joins it before exec, so the command and all it forks run in it
+    (a throttled reference's cgroup: :mod:`collectors.devices.throttle`).
 
     The command and everything it forks die with this process, even on ``kill -9``
     (see the guard).  On a timeout or an exception here (Ctrl-C), the guard is asked to
@@ -115,7 +129,8 @@ def run_guarded(cmd: Sequence[str], *, timeout: float, pass_fds: Sequence[int] =
     argv = [sys.executable, "-I", "-S", guard.__file__, str(os.getpid()), *cmd]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=tuple(pass_fds),
-        preexec_fn=guard.die_with_parent, process_group=0,
+        preexec_fn=partial(_preexec, cgroup), process_group=0,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -126,6 +141,11 @@ def run_guarded(cmd: Sequence[str], *, timeout: float, pass_fds: Sequence[int] =
         _stop(proc)
         raise
     return proc.returncode, stdout, stderr
+
+
+def _preexec(cgroup: Path | None) -> None:
+    guard.die_with_parent()
+    join(cgroup)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

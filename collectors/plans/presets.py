@@ -32,7 +32,7 @@ from modeling.errors import InvalidInput
 from modeling.workload import KIB, MIB, Workload, parse_size
 
 DEFAULT_SEED: Final = 20100817
-PRESETS: Final = ("quick", "pts", "nvmeof", "grid", "lhs", "random", "adaptive")
+PRESETS: Final = ("quick", "pts", "nvmeof", "pmem", "grid", "lhs", "random", "adaptive")
 
 # CLI/TOML value-list names -> workload fields.
 VALUE_LISTS: Final[Mapping[str, str]] = {
@@ -279,6 +279,22 @@ def nvmeof_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int 
     return shuffled("nvmeof", grid_points(values), seed, values=_jsonable(values))
 
 
+PMEM_SIZES: Final = (64, 256, 4 * KIB, 64 * KIB)
+"""Persistent memory is written in cache lines: the pmem plan starts at 64 bytes."""
+
+
+def pmem_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int = DEFAULT_SEED) -> Plan:
+    """The default persistent-memory plan: synchronous engines, so jobs carry the parallelism, no queue depth."""
+    values = dict(values or {})
+    if any(int(q) != 1 for q in values.get("queue_depths", (1,))):
+        raise InvalidInput("the pmem engines (libpmem, dev-dax) are synchronous: no queue depth above 1; "
+                           "use --numjobs for parallelism")
+    values["queue_depths"] = (1,)
+    values.setdefault("sizes", PMEM_SIZES)
+    values.setdefault("numjobs", (1, 2, 4))
+    return shuffled("pmem", grid_points(values), seed, values=_jsonable(values))
+
+
 def adaptive_plan(measurements: Any, budget: int, *, bounds: Mapping[str, Sequence[Any]] | None = None,
                   seed: int = DEFAULT_SEED, metric: str = "iops", candidates: int = 2000,
                   reference_model: Any = None) -> Plan:
@@ -328,6 +344,8 @@ def build_plan(kind: str, *, values: Mapping[str, Sequence[Any]] | None = None,
         return pts_plan(values, seed=s)
     if kind == "nvmeof":
         return nvmeof_plan(values, seed=s)
+    if kind == "pmem":
+        return pmem_plan(values, seed=s)
     if kind == "grid":
         return grid_plan(values, seed=s)
     bounds = {**_bounds_from_values(values), **(bounds or {})}

@@ -23,6 +23,10 @@ their IOPS is the offered rate, not the device's.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -44,6 +48,11 @@ if TYPE_CHECKING:
     from collectors.sweep.settings import SweepSettings
 
 FRACTIONS = (0.1, 0.3, 0.6, 0.9)
+# the replay's real-time priority (traces.replay.run.RT_PRIORITY): sparse Poisson points sleep
+# between requests, and on a busy machine a woken lane waits for a CPU inside its measured
+# latency.  On zram at a load average of 25, 400 IO/s points measured 20-96 us mean at normal
+# priority while the replay of the same trace (real-time) measured 17-22 us.
+RT_PRIORITY = "20"
 LIGHT_RATES = (200, 2000)
 LANES = 16
 # a point's mean and p99 need this many requests: at 200 IO/s a 2 s run has 400, and its
@@ -127,6 +136,52 @@ def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSetting
     return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
 
 
+def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: JobSettings,
+                  min_requests: int) -> str:
+    """The identity of an open-loop phase: device, points, target, span, timing, request floor.
+
+    Rerunning the same phase (after Ctrl-C, ``kill -9`` or a crash) finds its stored points
+    by this key and measures only the missing ones.
+    """
+    ident = {"device": device, "kind": "open-loop", "min_requests": min_requests,
+             "priority": "realtime" if realtime_prefix()[0] else "normal",
+             "points": [[w.as_row(), int(rate)] for w, rate in plan],
+             "settings": {"target": settings.target, "size": settings.size, "offset": settings.offset,
+                          "runtime_ms": settings.runtime_ms, "ramp_ms": settings.ramp_ms}}
+    return "ol-" + hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def open_loop_seconds(plan: Sequence[tuple[Workload, int]], runtime_ms: int, ramp_ms: int = 0,
+                      min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0) -> float:
+    """About how long measuring ``plan`` takes: each point's runtime and ramp plus fio's start-up
+    (``overhead_s``: 16 psync jobs of 500 ms took 1.5 s a point here)."""
+    return sum((point_runtime_ms(rate, runtime_ms, min_requests) + ramp_ms) / 1000.0 + overhead_s
+               for _, rate in plan)
+
+
+def realtime_prefix() -> tuple[list[str], str | None]:
+    """``chrt --fifo 20`` where the process may use it (root), else nothing and why."""
+    chrt = shutil.which("chrt")
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and chrt:
+        return [chrt, "--fifo", RT_PRIORITY], None
+    return [], "open-loop points ran at normal priority (real-time needs root and chrt): light-load " \
+               "latency may include waits for a CPU on a busy machine"
+
+
+def measure_open_point(workload: Workload, rate: int, settings: JobSettings, runner: Callable[..., str],
+                       min_requests: int = MIN_REQUESTS) -> tuple[dict[str, Any], str]:
+    """Measure one open-loop point: its stored row (engine psync, offered rate) and fio's JSON."""
+    point = replace(settings, runtime_ms=point_runtime_ms(rate, settings.runtime_ms, min_requests))
+    timeout = (point.runtime_ms + point.ramp_ms) / 1000.0 + 120.0
+    text = runner(build_open_loop_job(workload, rate, point), timeout=timeout)
+    doc = load_fio_json(text, source="open-loop point")
+    row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
+    row.update(effective_workload(workload).as_row())
+    row[OFFERED] = offered_rate(workload, rate)
+    row["engine"] = "psync"
+    return row, text
+
+
 def measure_open_loop(
     datadir: DataDir,
     device: str,
@@ -137,34 +192,52 @@ def measure_open_loop(
     runner: Callable[..., str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     min_requests: int = MIN_REQUESTS,
+    plan: Sequence[tuple[Workload, int]] | None = None,
+    info: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> Sweep:
-    """Run the open-loop points of ``device`` (see the module docstring) and store them as one sweep.
+    """Run the open-loop points of ``device`` (see the module docstring) and store each as it is measured.
 
-    A sparse point runs long enough for ``min_requests`` requests (:func:`point_runtime_ms`).
+    ``plan`` (default: :func:`open_loop_plan` over ``fractions`` of the stored capacities)
+    lists ``(workload, offered IO/s)``.  Every point is stored in its own transaction in one
+    sweep (source ``open-loop``) keyed by :func:`open_loop_key`: a rerun after a kill measures
+    only the points not yet stored, and a finished phase is returned without measuring.
+    ``progress(done, total)`` is called once before the first point and after each.  A sparse
+    point runs long enough for ``min_requests`` requests (:func:`point_runtime_ms`).
     """
+    prefix, why = realtime_prefix()
     if runner is None:
         from collectors.fio.runner import run_fio
 
-        runner = run_fio
-    plan = open_loop_plan(datadir.catalog.measurements(device), fractions, max_mixes)
-    rows: list[dict[str, Any]] = []
-    raws: list[str | None] = []
-    for i, (workload, rate) in enumerate(plan):
-        point = replace(settings, runtime_ms=point_runtime_ms(rate, settings.runtime_ms, min_requests))
-        timeout = (point.runtime_ms + point.ramp_ms) / 1000.0 + 120.0
-        text = runner(build_open_loop_job(workload, rate, point), timeout=timeout)
-        doc = load_fio_json(text, source="open-loop point")
-        row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
-        row.update(effective_workload(workload).as_row())
-        row[OFFERED] = offered_rate(workload, rate)
-        row["engine"] = "psync"
-        rows.append(row)
-        raws.append(text)
+        runner = partial(run_fio, prefix=prefix)
+    catalog = datadir.catalog
+    with datadir.device_lock(device, "sweep", wait=wait, detail="open-loop points"):
+        if plan is None:
+            plan = open_loop_plan(catalog.measurements(device), fractions, max_mixes)
+        plan = list(plan)
+        key = open_loop_key(device, plan, settings, min_requests)
+        sweep = catalog.find_complete_sweep(device, key) or catalog.find_resumable_sweep(device, key)
+        if sweep is None:
+            meta = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
+                    "min_requests": min_requests, "priority": "normal" if why else "realtime",
+                    "warnings": [why] if why else [], **(info or {})}
+            sweep = catalog.create_sweep(
+                device, source="open-loop", plan={"open_loop": [[w.as_row(), int(r)] for w, r in plan]},
+                plan_key=key, target=settings.target, n_planned=len(plan), info=meta)
+        completed = catalog.completed_points(sweep.id)
         if progress:
-            progress(i + 1, len(plan))
-    info = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
-            "min_requests": min_requests}
-    return datadir.catalog.add_measurements(device, rows, source="open-loop", info=info, raws=raws)
+            progress(len(completed), len(plan))
+        if sweep.status == "complete":
+            return sweep
+        for seq, (workload, rate) in enumerate(plan):
+            if (seq, 0) in completed:
+                continue
+            row, text = measure_open_point(workload, rate, settings, runner, min_requests)
+            catalog.add_point(sweep.id, seq, row, raw=text)
+            completed.add((seq, 0))
+            if progress:
+                progress(len(completed), len(plan))
+        return catalog.finish_sweep(sweep.id)
 
 
 def measure_after_sweep(
@@ -175,8 +248,15 @@ def measure_after_sweep(
     fractions: Sequence[float],
     progress: Callable[[int, int], None] | None = None,
     min_requests: int = MIN_REQUESTS,
+    *,
+    plan: Sequence[tuple[Workload, int]] | None = None,
+    info: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> Sweep:
-    """The open-loop points of a finished closed-loop sweep, on its target with its span and timing."""
+    """The open-loop points of a finished closed-loop sweep, on its target with its span and timing.
+
+    ``plan`` as in :func:`measure_open_loop` (default: ``fractions`` of each mix's capacity).
+    """
     if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
         raise InvalidInput("open-loop points are measured on a local target only (not remote, NVMe-oF, CSD)")
     from collectors.fio.runner import run_fio
@@ -184,15 +264,15 @@ def measure_after_sweep(
 
     target = sweep.target or settings.target
     # the closed-loop sweep just wrote this target: its own scratch file is no user's data
-    info = check_target(target, settings.destroy_data,
-                        owned=lambda path, st: is_scratch_file(datadir.catalog, path, st))
+    checked = check_target(target, settings.destroy_data,
+                           owned=lambda path, st: is_scratch_file(datadir.catalog, path, st))
     size = settings.size_bytes
-    if info.kind != "file":
-        size = min(size, info.size - settings.offset_bytes)
+    if checked.kind != "file":
+        size = min(size, checked.size - settings.offset_bytes)
     job = JobSettings(
-        target=info.path, engine="psync", size=size, offset=settings.offset_bytes,
+        target=checked.path, engine="psync", size=size, offset=settings.offset_bytes,
         runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms,
     )
-    runner = partial(run_fio, binary=settings.fio)
+    runner = partial(run_fio, binary=settings.fio, prefix=realtime_prefix()[0])
     return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress,
-                             min_requests=min_requests)
+                             min_requests=min_requests, plan=plan, info=info, wait=wait)

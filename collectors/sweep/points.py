@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from collectors.devices import csd, raid
+from collectors.devices import csd, pmem, raid
 from collectors.fio.engines import resolve_engine
 from collectors.fio.jobs import JobSettings, build_job, effective_workload
 from collectors.fio.results import load_fio_json, parse_fio_document
@@ -128,6 +128,8 @@ def class_metadata(settings: SweepSettings, *, sysfs_root: Path = Path("/sys"),
         meta.update({f"nvmeof_{k}": v for k, v in settings.nvmeof.model_dump().items()})
     elif device_class == "csd":
         meta["csd_internal_target"] = settings.internal_target
+    elif device_class == "pmem":
+        meta.update(pmem.pmem_facts(settings.target, sysfs_root=sysfs_root, **({"run": run} if run else {})))
     block = sysfs_root / "class" / "block" / Path(settings.target).name
     if settings.target.startswith("/dev/") and not settings.remote and block.exists():
         for name in ("device/model", "device/serial", "queue/rotational", "size"):

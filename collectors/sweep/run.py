@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import platform
 import subprocess
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.sweep import points as pointmod
-from collectors.devices import nvmeof
+from collectors.devices import nvmeof, pmem
 from collectors.fio.engines import resolve_engine, spdk_plugin
 from collectors.fio.jobs import JobSettings
 from collectors.fio.runner import check_reachable, fio_binary, fio_version, run_fio
@@ -49,13 +50,14 @@ def sweep_plan(datadir: DataDir, device: str, device_class: str, *, kind: str | 
                values: dict[str, list[Any]] | None = None, budget: int | None = None,
                seed: int | None = None, points: int | None = None, reference: str | None = None) -> Plan:
     """The plan a sweep of ``device`` measures: ``kind`` (default quick, nvmeof for an NVMe-oF
-    device), its value lists, ``budget`` points for sampled plans, cut to the first ``points``.
+    device, pmem for persistent memory), its value lists, ``budget`` points for sampled plans,
+    cut to the first ``points``.
 
     An adaptive plan places its points where the model of the device's stored
     measurements is least certain or, with ``reference`` (another device with a model),
     where they best calibrate a transfer from that device's model.
     """
-    kind = kind or ("nvmeof" if device_class == "nvmeof" else "quick")
+    kind = kind or {"nvmeof": "nvmeof", "pmem": "pmem"}.get(device_class, "quick")
     measurements = None
     if kind == "adaptive" and device in {d.name for d in datadir.catalog.list_devices()}:
         measurements = datadir.catalog.measurements(device)
@@ -92,6 +94,10 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
     with ExitStack() as stack:
         stack.enter_context(datadir.device_lock(device, "sweep", wait=wait, on_wait=on_wait,
                                                 detail=f"plan {plan.name}"))
+        if settings.remote is None and settings.nvmeof is None:
+            # the lock covers the target too: two device names on one file would share its I/O
+            stack.enter_context(datadir.target_lock(os.path.realpath(settings.target), "sweep",
+                                                    device=device, wait=wait, on_wait=on_wait))
         if settings.nvmeof is not None:
             if settings.engine == "spdk":
                 # SPDK reaches the namespace from user space: no kernel block device to attach
@@ -100,6 +106,9 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
                 target = str(stack.enter_context(nvmeof.attached(settings.nvmeof, **device_io)))
             settings = settings.model_copy(update={"target": target})
         meta = {**pointmod.class_metadata(settings, **device_io), **(metadata or {})}
+        if settings.device_class == "pmem":
+            env = pmem.stand_in_env(meta)
+            runner = runner if env is None else functools.partial(runner, env=env)
         known = catalog.has_device(device)
         done = catalog.find_complete_sweep(device, key) if known else None
         if done is not None:
@@ -107,7 +116,8 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
             if progress and plan.points:
                 progress(done.n_points, done.n_planned, plan.points[-1])
             return done
-        job = _prepare(settings, runner, catalog)
+        job = _prepare_pmem(settings, meta, catalog) if settings.device_class == "pmem" else _prepare(
+            settings, runner, catalog)
         # only now, with a target that may be written, does the device enter the catalog
         catalog.ensure_device(device, settings.device_class, metadata=meta)
         sweep = catalog.find_resumable_sweep(device, key)
@@ -167,9 +177,26 @@ def _prepare(settings: SweepSettings, runner: Runner, catalog: Catalog) -> JobSe
     )
 
 
+def _prepare_pmem(settings: SweepSettings, facts: dict[str, Any], catalog: Catalog) -> JobSettings:
+    """A pmem target: device DAX needs --destroy-data, a DAX (or stand-in tmpfs) file is made; its engine."""
+    size, target = settings.size_bytes, settings.target
+    if facts["pmem_mode"] == "devdax":
+        pmem.check_devdax(target, settings.destroy_data)
+    else:
+        if facts["pmem_stand_in"] and not os.path.exists(target):
+            # /dev/shm is under /dev, where the target checks never create a file: the mount was checked
+            open(target, "x").close()  # noqa: SIM115
+        target = claim_target(target, size + settings.offset_bytes, destroy_data=settings.destroy_data,
+                              catalog=catalog).path
+    return JobSettings(target=target, engine=pmem.pmem_engine(facts, settings.engine), size=size,
+                       offset=settings.offset_bytes, runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms)
+
+
 def _sweep_info(settings: SweepSettings, job: JobSettings, plan: Plan) -> dict[str, Any]:
     uname = platform.uname()
     warnings = []
+    if settings.device_class == "pmem" and pmem.stand_in_env(pmem.pmem_facts(job.target)):
+        warnings.append(pmem.STAND_IN_WARNING)
     if job.engine == "psync" and any(w.queue_depth > 1 for w in plan.points):
         warnings.append("engine psync ignores iodepth: queue depths above 1 ran at depth 1")
     return {

@@ -12,7 +12,6 @@ Everything downstream (:mod:`collectors.sweep.run`, :mod:`collectors.sweep.point
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -26,44 +25,16 @@ from pydantic import (
 )
 
 from collectors.devices import validate_device_class
+from collectors.devices.pmem import PMEM_ENGINES
 from collectors.devices.csd import CSD_PATHS
 from collectors.devices.nvmeof import NvmeofTarget
 from collectors.devices.raid import user_raid_metadata
 from collectors.fio.engines import check_engine
+from collectors.fio.jobs import check_passes, check_runtime_ms, check_span
 from collectors.fio.runner import parse_remote
 from collectors.sweep.quality import STEADY_RULES
 from modeling.errors import InvalidInput
-from modeling.workload import parse_size
-
-_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min)?\s*$")
-
-
-def parse_duration_ms(value: str | int | float) -> int:
-    """Parse ``500ms``, ``1s``, ``1.5s``, ``2m`` or a number of seconds into milliseconds."""
-    if isinstance(value, bool):
-        raise InvalidInput("a duration must be like '500ms' or '1s'")
-    text = f"{value}s" if isinstance(value, (int, float)) else str(value)
-    match = _DURATION.match(text)
-    if not match:
-        raise InvalidInput(f"invalid duration {value!r}: use e.g. '500ms', '1s' or '2m'")
-    number, unit = float(match.group(1)), match.group(2) or "s"
-    ms = number * {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000}[unit]
-    if not ms.is_integer():
-        raise InvalidInput(f"invalid duration {value!r}: not a whole number of milliseconds")
-    return int(ms)
-
-
-def size_option(value: str | int) -> int:
-    """Parse a span size (``256MiB``) into bytes, as a sweep setting."""
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
-
-
-def _duration_text(ms: int) -> str:
-    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
-
+from modeling.units import format_duration_ms, parse_duration_ms, parse_size
 
 # what a user types ("runtime": "1s", numbers are seconds) -> the typed field and its parser
 _TEXT_FIELDS: Final[dict[str, tuple[str, Callable[[Any], int]]]] = {
@@ -71,8 +42,8 @@ _TEXT_FIELDS: Final[dict[str, tuple[str, Callable[[Any], int]]]] = {
     "ramp": ("ramp_ms", parse_duration_ms),
     "steady_state_window": ("steady_state_window_ms", parse_duration_ms),
     "steady_state_max": ("steady_state_max_ms", parse_duration_ms),
-    "size": ("size_bytes", size_option),
-    "offset": ("offset_bytes", size_option),
+    "size": ("size_bytes", parse_size),
+    "offset": ("offset_bytes", parse_size),
 }
 
 
@@ -122,9 +93,9 @@ class SweepSettings(BaseModel):
     target: str = ""
     device_class: str = "ssd"
     engine: str | None = None                  # None: probe io_uring, then libaio
-    runtime_ms: int = Field(1000, ge=0)       # given as runtime="1s"
+    runtime_ms: int = 1000                     # given as runtime="1s"
     ramp_ms: int = Field(0, ge=0)             # ramp="0ms"
-    size_bytes: int = Field(256 * 1024 * 1024, ge=0)  # size="256MiB": the span (a file is created at it)
+    size_bytes: int = 256 * 1024 * 1024        # size="256MiB": the span (a file is created at it)
     offset_bytes: int = Field(0, ge=0)        # offset="0": start of the span
     remote: str | None = None                  # HOST:PORT of a fio --server
     destroy_data: bool = False
@@ -134,7 +105,7 @@ class SweepSettings(BaseModel):
     steady_state: bool = False
     steady_state_rule: str = "fio"             # "fio" (fio's steadystate) or "pts" (rounds)
     steady_state_window_ms: int = Field(5000, ge=0)   # steady_state_window="5s": fio ss_dur
-    steady_state_max_ms: int = Field(30_000, ge=0)    # steady_state_max="30s": runtime cap meanwhile
+    steady_state_max_ms: int = 30_000                 # steady_state_max="30s": runtime cap meanwhile
     steady_state_rounds: int = 25              # PTS rule: round cap
     csd_path: str | None = None                # external, internal or concurrent (class csd)
     internal_target: str | None = None         # path inside a CSD for internal/concurrent
@@ -164,9 +135,17 @@ class SweepSettings(BaseModel):
     @field_validator("precondition_passes")
     @classmethod
     def _passes(cls, value: int) -> int:
-        if not 1 <= value <= 100:
-            raise InvalidInput("precondition passes must be between 1 and 100")
-        return value
+        return check_passes(value)
+
+    @field_validator("runtime_ms", "steady_state_max_ms")
+    @classmethod
+    def _runtime(cls, value: int) -> int:
+        return check_runtime_ms(value)  # the steady-state cap is the job's runtime meanwhile
+
+    @field_validator("size_bytes")
+    @classmethod
+    def _span(cls, value: int) -> int:
+        return check_span(value)
 
     @field_validator("steady_state_rounds")
     @classmethod
@@ -225,6 +204,8 @@ class SweepSettings(BaseModel):
         if self.csd_path in ("internal", "concurrent") and not self.remote:
             raise InvalidInput(f"--csd-path {self.csd_path} needs --remote HOST:PORT of the drive's "
                                "fio server")
+        if (self.engine in PMEM_ENGINES) != (self.device_class == "pmem") and self.engine is not None:
+            raise InvalidInput("engines libpmem and dev-dax are for --class pmem, whose sweeps use only them")
         if self.raid is not None and self.raid.given():
             if self.device_class != "raid":
                 raise InvalidInput("--raid-* options need --class raid")
@@ -263,8 +244,8 @@ class SweepSettings(BaseModel):
             "repeats": self.repeats, "precondition": self.precondition,
             "precondition_passes": self.precondition_passes, "steady_state": self.steady_state,
             "steady_state_rule": self.steady_state_rule,
-            "steady_state_window": _duration_text(self.steady_state_window_ms),
-            "steady_state_max": _duration_text(self.steady_state_max_ms),
+            "steady_state_window": format_duration_ms(self.steady_state_window_ms),
+            "steady_state_max": format_duration_ms(self.steady_state_max_ms),
             "steady_state_rounds": self.steady_state_rounds, "csd_path": self.csd_path,
             "internal_target": self.internal_target,
             "nvmeof": self.nvmeof.model_dump() if self.nvmeof is not None else None,

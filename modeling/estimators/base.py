@@ -10,7 +10,7 @@ Two options every estimator has:
   swept points (IOPS growing with outstanding I/O, latency with request size); a linear
   term in log space carries those power laws and the trees fix the curvature.
 
-Subclasses implement ``_fit_core`` / ``_predict_core`` on the (transformed, de-trended)
+Subclasses implement ``_fit_core`` / ``predict_core`` on the (transformed, de-trended)
 target.  After ``fit`` every learned part is a plain array or a library model with a safe
 export, so :mod:`modeling.estimators.serialize` can store it without pickle, and ``predict_fast``
 skips scikit-learn's input validation on the serving path.
@@ -66,22 +66,23 @@ class RegressorBase(FastPredictor):
         target = forward_target(y) if self.log_target else y
         X32 = np.ascontiguousarray(X, dtype=np.float32)
         if self.linear_base:
-            self.x_mean_, self.x_scale_, self.coef_, self.intercept_ = _ridge(X32.astype(np.float64), target)
+            self.x_mean_, self.x_scale_, self.coef_, self.intercept_ = ridge(X32.astype(np.float64), target)
         else:
             d = X.shape[1]
             self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
             self.coef_, self.intercept_ = np.zeros(d), 0.0
-        resid = target - self._linear(X32)
+        resid = target - self.linear_part(X32)
         self._fit_core(X32, resid, self._sample_weight(y))
         self.prepare()
         return self
 
     def predict_fast(self, X32: np.ndarray) -> np.ndarray:
         """Predict from an already validated C-contiguous float32 matrix (no checks)."""
-        z = self._linear(X32) + self._predict_core(X32)
+        z = self.linear_part(X32) + self.predict_core(X32)
         return inverse_target(z) if self.log_target else z
 
-    def _linear(self, X32: np.ndarray) -> np.ndarray:
+    def linear_part(self, X32: np.ndarray) -> np.ndarray:
+        """The linear base's value at each row (the intercept alone without ``linear_base``)."""
         if not self.linear_base:
             return np.full(X32.shape[0], float(self.intercept_))
         return ((X32 - self.x_mean_) / self.x_scale_) @ self.coef_ + self.intercept_
@@ -93,11 +94,12 @@ class RegressorBase(FastPredictor):
     def _fit_core(self, X32: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> None:
         raise NotImplementedError
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
+        """The learner's part of the (transformed) prediction, added to :meth:`linear_part`."""
         raise NotImplementedError
 
 
-def _ridge(
+def ridge(
     X: np.ndarray, y: np.ndarray, alpha: float = 1e-3
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     mean = X.mean(axis=0)

@@ -74,7 +74,7 @@ class CompiledEstimator:
         """Same output as the estimator's ``predict_fast``."""
         z = self.table[self.cell_index(X32)]
         if self.est.linear_base:
-            z = z + self.est._linear(X32)
+            z = z + self.est.linear_part(X32)
         return inverse_target(z) if self.est.log_target else z
 
 
@@ -137,7 +137,7 @@ def compile_estimator(
         mesh = np.meshgrid(*reps, indexing="ij")
         for col, m in zip(used, mesh, strict=True):
             grid[:, col] = m.ravel()
-    table = np.asarray(est._predict_core(np.ascontiguousarray(grid)), dtype=np.float64)
+    table = np.asarray(est.predict_core(np.ascontiguousarray(grid)), dtype=np.float64)
     compiled = CompiledEstimator(est, thresholds, side, table)
     sample = np.vstack([grid[:2000], _probe_rows(thresholds, d)])
     if check_rows is not None:

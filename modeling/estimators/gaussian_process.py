@@ -130,7 +130,7 @@ class GaussianProcessModel(RegressorBase):
         d2 = np.einsum("ij,ij->i", q, q)[:, None] + self.gp_train_sq_ - 2.0 * (q @ self.gp_X_.T)
         return np.sqrt(np.maximum(d2, 0.0, out=d2), out=d2)
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
         out = np.full(X32.shape[0], self.gp_offset_)
         if len(self.gp_alpha_) == 0:
             return out
@@ -205,7 +205,7 @@ class GaussianProcessModel(RegressorBase):
         return q, np.sqrt(d2, out=d2)
 
     def _mean_of_one_row(self, x32: np.ndarray) -> float:
-        """Twin of :meth:`_predict_core` for one row, before its offset."""
+        """Twin of :meth:`predict_core` for one row, before its offset."""
         q, r = self._one_row_distances(x32)
         if self.nu == 0.5:
             k = np.exp(-r)

@@ -83,7 +83,7 @@ class LoadGatedModel(RegressorBase):
             random_state=self.random_state,
         )
 
-    def _load_shift(self, d: int) -> np.ndarray:
+    def load_shift(self, d: int) -> np.ndarray:
         """The feature change of multiplying outstanding I/O by 2**step (split over depth and jobs)."""
         cols = (self.n_col, self.qd_col)
         if not all(0 <= c < d for c in cols) or self.nj_col >= d or self.nj_col < -1:
@@ -101,7 +101,7 @@ class LoadGatedModel(RegressorBase):
             raise ValueError(f"step must be > 0, got {self.step}")
         if np.any(target <= 0):
             raise ValueError("LoadGatedModel needs a positive target (a performance metric)")
-        self.shift_ = self._load_shift(X32.shape[1])
+        self.shift_ = self.load_shift(X32.shape[1])
         load = X32[:, self.n_col].astype(np.float64)
         self.load_range_ = np.array([load.min(), load.max()])
         ln_y = np.log(target)
@@ -148,12 +148,12 @@ class LoadGatedModel(RegressorBase):
         ln_n = X32[:, self.n_col].astype(np.float64) * LN2
         direct = runners["direct"].predict_fast(X32)
         per_load = runners["per_load"].predict_fast(X32) + ln_n
-        base = self._linear(X32)
+        base = self.linear_part(X32)
         lo = base + np.exp(np.minimum(direct, per_load))
         hi = base + np.exp(np.maximum(direct, per_load))
         return lo * (1.0 - BOUND_MARGIN), hi * (1.0 + BOUND_MARGIN)
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
         runners = getattr(self, "runners_", None) or self.parts_
         if X32.shape[0] == 1:
             return self._predict_one_row(X32, runners)
@@ -175,7 +175,7 @@ class LoadGatedModel(RegressorBase):
         return min(max(slope, 0.0), 1.0)
 
     def _predict_one_row(self, X32: np.ndarray, runners: Any) -> np.ndarray:
-        """Twin of :meth:`_predict_core` for one row: the elasticity-weighted blend."""
+        """Twin of :meth:`predict_core` for one row: the elasticity-weighted blend."""
         e = self._elasticity_of_one_row(X32)
         ln_n = float(X32[0, self.n_col]) * LN2
         direct = float(runners["direct"].predict_fast(X32)[0])

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.validation import validate_data
 
-from modeling.estimators.base import FastPredictor, RegressorBase, _ridge
+from modeling.estimators.base import FastPredictor, RegressorBase, ridge
 from modeling.features import FEATURE_NAMES
 
 CORRECTIONS = ("constant", "linear", "tree")
@@ -119,8 +119,8 @@ def _fit_correction(
     d = X32.shape[1]
     if kind == "constant" or len(ratio) < 3:
         return (np.zeros(d), np.ones(d), np.zeros(d), float(np.mean(ratio))), None
-    # alpha scales with the row count in _ridge: a strong pull to the constant at any K
-    parts = _ridge(X32.astype(np.float64), ratio, alpha=alpha)
+    # alpha scales with the row count in ridge: a strong pull to the constant at any K
+    parts = ridge(X32.astype(np.float64), ratio, alpha=alpha)
     if kind == "linear":
         return parts, None
     mean, scale, coef, intercept = parts

@@ -187,7 +187,7 @@ def _import_parts(est: Any, spec: Any, blobs: Mapping[str, bytes], d: int) -> No
     if est.load_range_[0] > est.load_range_[1]:
         raise CorruptModel(f"{est.kind} model: empty load range")
     try:
-        est._load_shift(d)
+        est.load_shift(d)
     except ValueError as exc:
         raise CorruptModel(f"{est.kind} model: {exc}") from exc
 

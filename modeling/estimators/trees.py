@@ -114,7 +114,7 @@ class CartRegressor(_LossTrees):
         ).fit(X32, target, sample_weight=weight)
         self.trees_ = [model.tree_]
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
         return _tree_predict(self, X32)
 
 
@@ -157,7 +157,7 @@ class ExtraTreesModel(_LossTrees):
         ).fit(X32, target, sample_weight=weight)
         self.trees_ = [est.tree_ for est in model.estimators_]
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
         # the median of weighted-median trees keeps the relative loss's robustness
         return _tree_predict(self, X32, median=self.loss == "relative")
 
@@ -217,5 +217,5 @@ class XGBoostModel(RegressorBase):
         dtrain = xgb.DMatrix(X32, label=target, nthread=1)
         self.booster_ = xgb.train(params, dtrain, num_boost_round=self.n_estimators)
 
-    def _predict_core(self, X32: np.ndarray) -> np.ndarray:
+    def predict_core(self, X32: np.ndarray) -> np.ndarray:
         return np.asarray(self.booster_.inplace_predict(X32), dtype=np.float64)

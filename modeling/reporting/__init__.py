@@ -27,8 +27,10 @@ def build_report(
     compare: Sequence[str] = (),
     *,
     registry: ModelRegistry | None = None,
+    sections: Sequence[str] = (),
 ) -> str:
-    """The HTML report of ``device``, with the ``compare`` devices beside it.
+    """The HTML report of ``device``, with the ``compare`` devices beside it; ``sections`` are
+    HTML sections from outside modeling (the capacity section), placed after the summary.
 
     Raises ``UnknownDevice`` for a name not in the catalog, ``NoData`` for a device
     without measurements, ``InvalidInput`` when a device is named twice.
@@ -37,4 +39,4 @@ def build_report(
     if len(set(names)) != len(names):
         raise InvalidInput(f"a device is named more than once: {', '.join(names)}")
     registry = registry or ModelRegistry(datadir)
-    return render_report([gather(datadir, name, registry=registry) for name in names])
+    return render_report([gather(datadir, name, registry=registry) for name in names], sections=sections)

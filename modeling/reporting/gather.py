@@ -36,6 +36,11 @@ class DeviceReport:
         return self.device.name
 
     @property
+    def derived(self) -> dict[str, Any] | None:
+        """A what-if device's base and law (``modeling.derived``); None for a measured device."""
+        return getattr(self.model, "derived", None) if "derived" in self.device.metadata else None
+
+    @property
     def swept(self) -> dict[str, list[float]]:
         """The distinct values of every workload field the sweep varied (more than one value)."""
         out = {}
@@ -58,9 +63,13 @@ def gather(
     catalog = datadir.catalog
     dev = catalog.get_device(device)
     measurements = catalog.measurements(device)
+    registry = registry or ModelRegistry(datadir)
+    if "derived" in dev.metadata:  # a what-if: never measured, every value from its law
+        model = registry.load(device)
+        return DeviceReport(device=dev, sweeps=[], measurements=measurements, model=model, model_version=None,
+                            oof=None, summary=summary_table(measurements, model), noise=None)
     if measurements.empty:
         raise NoData(f"device {device!r} has no measurements yet: sweep or ingest it first")
-    registry = registry or ModelRegistry(datadir)
     model: DeviceModel | None
     try:
         model = registry.load(device)

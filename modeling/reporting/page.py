@@ -54,8 +54,13 @@ footer { color: #8c959f; margin-top: 30px; font-size: 12px; }
 """
 
 
-def render_report(reports: Sequence[DeviceReport], *, generated_by: str = "ssdpredict") -> str:
-    """The HTML page for one device, or several side by side (the first is the subject)."""
+def render_report(reports: Sequence[DeviceReport], *, generated_by: str = "ssdpredict",
+                  sections: Sequence[str] = ()) -> str:
+    """The HTML page for one device, or several side by side (the first is the subject).
+
+    ``sections``: HTML sections a caller adds after the summary (the capacity section, which
+    lives in ``traces`` and so cannot be built here), in order.
+    """
     main = reports[0]
     others = [r.name for r in reports[1:]]
     title = main.name + (f" vs {', '.join(others)}" if others else "")
@@ -68,6 +73,7 @@ def render_report(reports: Sequence[DeviceReport], *, generated_by: str = "ssdpr
         *(f'<p class="facts">{_facts(r)}</p>' for r in reports),
         "</header>",
         _summary_section(reports),
+        *sections,
         _model_section(reports),
         _surfaces_section(reports),
         _predicted_section(reports),
@@ -110,6 +116,9 @@ def _range(values: list[float], fmt: Callable[[float], str] = lambda v: f"{v:g}"
 
 
 def _facts(r: DeviceReport) -> str:
+    if r.derived is not None:
+        return escape(f"{r.name}: class {r.device.device_class}, what-if (derived, not measured) from "
+                      f"{r.derived['base']}: {r.derived['law']}")
     m = r.measurements
     w = m
     sizes = sorted({int(v) for v in w["request_size"].unique()})
@@ -206,6 +215,14 @@ def _summary_cells(cell: SummaryCell) -> str:
 def _model_section(reports: Sequence[DeviceReport]) -> str:
     blocks = []
     for r in reports:
+        if r.derived is not None:
+            blocks.append(
+                f'<h3>{escape(r.name)}: what-if</h3><p class="note">derived, not measured: every value is '
+                f"the law <i>{escape(r.derived['law'])}</i> applied to the model of "
+                f"<b>{escape(r.derived['base'])}</b> (version {escape(str(r.derived['base_version']))}); "
+                "no accuracy of its own until measured points calibrate it "
+                f"(<code>ssdpredict train --device REAL --reference {escape(r.name)}</code>).</p>")
+            continue
         if r.model is None or r.model_version is None or r.oof is None:
             blocks.append(
                 f'<h3>{escape(r.name)}</h3><p class="note">no trained model: the summary shows measurements '
@@ -259,7 +276,10 @@ def _model_section(reports: Sequence[DeviceReport]) -> str:
 
 
 def _surfaces_section(reports: Sequence[DeviceReport]) -> str:
-    sweeps = {r.name: sweep_series(r.measurements) for r in reports}
+    sweeps = {r.name: sweep_series(r.measurements) for r in reports if not r.measurements.empty}
+    if not sweeps:
+        return ('<section id="surfaces"><h2>Measured: IOPS and latency vs queue depth</h2>'
+                '<p class="note">nothing measured: a what-if device has no sweep.</p></section>')
     images = [_img(surface_figure(sweeps, m), f"{METRIC_TITLES[m]} vs queue depth") for m in SURFACE_METRICS]
     how = (
         "Measured values only (medians of repeats), as fio-plot draws them: one panel per numjobs, "
@@ -358,6 +378,9 @@ def _coverage_section(reports: Sequence[DeviceReport]) -> str:
 def _noise_section(reports: Sequence[DeviceReport]) -> str:
     blocks = []
     for r in reports:
+        if r.derived is not None:
+            blocks.append(f"<p><b>{escape(r.name)}</b>: a what-if, never measured: no noise floor.</p>")
+            continue
         if not r.noise:
             blocks.append(
                 f"<p><b>{escape(r.name)}</b>: no repeats: noise floor unknown (one run per workload; sweep "

@@ -100,7 +100,7 @@ def summary_table(measurements: pd.DataFrame, model: DeviceModel | None) -> list
                             for m, p in pred.items()
                             if p.lower is not None and p.upper is not None
                         },
-                        outside=outside_swept(target, swept),
+                        outside=outside_swept(target, swept) if len(swept) else (),
                     )
                 )
             else:

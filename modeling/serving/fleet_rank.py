@@ -175,9 +175,9 @@ def rank_devices(
     for device in dict.fromkeys(devices):
         try:
             dm = registry.load(device)
-            if rank_by not in dm.specs:
+            if rank_by not in dm.metrics:  # a what-if device has metrics, not specs
                 raise NotFound(f"its model {dm.version} does not predict {rank_by} (no such data)")
-            predictions = dm.predict_matrix(w, [m for m in wanted if m in dm.specs], model)
+            predictions = dm.predict_matrix(w, [m for m in wanted if m in dm.metrics], model)
         except (NoModel, NotFound, CorruptModel) as exc:
             skipped.append(SkippedDevice(device, exc.code, exc.message))
             continue

@@ -10,20 +10,18 @@ learned multiple of the mean latency).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
 
+from modeling.errors import NotFound
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.load_gated import BOUND_MARGIN
-from modeling.workload import MIB
+from modeling.serving.feature_lookup import FeatureLookup
+from modeling.serving.physics.limits import PhysicsLimits, RowLimits
+from modeling.workload import MIB, REGION_NAMES
 from modeling.workload_matrix import mean_request_size, outstanding_io
-
-
-class FeatureLookup(Protocol):
-    """Feature matrices by feature set name (a dict, or features computed on demand)."""
-
-    def __getitem__(self, feature_set: str, /) -> np.ndarray: ...
 
 
 @dataclass
@@ -115,16 +113,83 @@ class MetricSpec:
     scopes: dict[str, ScopeModel]
     auto_regions: frozenset[str] = frozenset()
 
+    def scope_for(self, code: int, model: str, device: str, metric: str) -> str:
+        """The scope model that answers for workloads of region ``code`` under the choice ``model``.
+
+        ``auto`` takes the region's model where it has one, else ``global``; a region named
+        outright must have its model (``NotFound`` names ``device`` and the ``metric``
+        asked, which may be derived from this one).
+        """
+        if model == "global" or (self.mode == "ratio" and model not in self.scopes):
+            # a ratio model exists only globally; the answer names the model it used
+            return "global"
+        if model != "auto":
+            if model not in self.scopes:
+                raise NotFound(
+                    f"device {device!r} has no {model!r} model for {metric} (too few points there)"
+                )
+            return model
+        region = REGION_NAMES[code]
+        return region if region in self.auto_regions else "global"
+
+    def scope_rows(self, codes: np.ndarray, model: str, device: str, metric: str) -> dict[str, Any]:
+        """:meth:`scope_for` of many workloads: their rows per scope model (a slice when one answers all)."""
+        n = len(codes)
+        by_scope: dict[str, list[int]] = {}
+        # on a micro-batch's few rows a set of plain ints is cheaper than counting; on a big
+        # batch counting the (eight) codes is ~10x cheaper than np.unique's sort
+        if not n:
+            present = [0]
+        elif n <= 256:
+            present = sorted(set(codes.tolist()))
+        else:
+            present = np.flatnonzero(np.bincount(codes, minlength=len(REGION_NAMES))).tolist()
+        for code in present:
+            by_scope.setdefault(self.scope_for(code, model, device, metric), []).append(code)
+        if len(by_scope) == 1:
+            return {next(iter(by_scope)): slice(0, n)}
+        return {scope: np.flatnonzero(np.isin(codes, group)) for scope, group in by_scope.items()}
+
 
 def derive_metric(metric: str, iops: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """A metric from predicted IOPS by physics (bandwidth law, Little's law)."""
-    safe = np.maximum(iops, 1e-9)
+    """A metric from predicted IOPS at workload matrix ``w`` by physics (bandwidth law, Little's law)."""
+    return derive_from_iops(metric, iops, mean_request_size(w), outstanding_io(w))
+
+
+def derive_from_iops(metric: str, iops: np.ndarray, size: Any, oio: Any) -> np.ndarray:
+    """:func:`derive_metric` at mean request size(s) ``size`` and outstanding I/O ``oio``.
+
+    The matrix path gives one of each per workload, the single-row path one workload's
+    (a float) or its ladder's (several loads).
+    """
     if metric == "bandwidth_mib_s":
-        return iops * mean_request_size(w) / MIB
+        return iops * size / MIB
     if metric == "latency_mean_us":
-        return outstanding_io(w) / safe * 1e6
+        return oio / np.maximum(iops, 1e-9) * 1e6
     raise ValueError(f"{metric} cannot be derived from IOPS")
 
 
 DERIVABLE = ("bandwidth_mib_s", "latency_mean_us")
 """Metrics that :func:`derive_metric` can derive from IOPS."""
+
+
+class ModelSet(Protocol):
+    """What the prediction paths read of a device's models (a ``DeviceModel``'s public state)."""
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def specs(self) -> Mapping[str, MetricSpec]: ...
+
+    @property
+    def metrics(self) -> tuple[str, ...]: ...  # every metric the device predicts, in served order
+
+    @property
+    def limits(self) -> PhysicsLimits | None: ...  # None: a model saved before they were recorded
+
+    @property
+    def row_limits(self) -> RowLimits | None: ...  # the limits in plain floats
+
+    @property
+    def no_data(self) -> np.ndarray: ...  # per region code, True where nothing was measured

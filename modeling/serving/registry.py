@@ -33,14 +33,15 @@ from typing import Any
 
 import numpy as np
 
+from modeling.derived.store import VERSION_PREFIX, derived_devices, load_derived
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import MetricSpec, ScopeModel
-from modeling.serving.physics import PhysicsLimits
+from modeling.serving.physics.limits import PhysicsLimits
 from modeling.serving.model_cache import ModelCache
 from modeling.errors import CorruptModel, NoModel, NotFound
 from modeling.features import FEATURE_SETS
 from modeling.estimators.serialize import export_estimator, import_estimator
-from modeling.store import DataDir, ModelVersion
+from modeling.store import DataDir, Device, ModelVersion
 from modeling.store.names import validate_name
 from modeling.store.watch import CatalogWatch
 from modeling.workload import REGION_NAMES, SERVED_METRICS, WORKLOAD_FIELDS
@@ -298,12 +299,21 @@ class ModelRegistry:
         self.cache = ModelCache(cache_bytes)
         self._watch = CatalogWatch(datadir.catalog_path)
         self._active: dict[str, str] = {}
+        self._derived: dict[str, Device] = {}
         self._next_check = 0.0
         self._refresh_lock = threading.Lock()
         self._load_lock = threading.Lock()
 
     def load(self, device: str, version: str | None = None) -> DeviceModel:
-        """The device's model (active version when ``version`` is None), cached."""
+        """The device's model (active version when ``version`` is None), cached.
+
+        A derived (what-if) device's model is its law over its base device's active model
+        (:mod:`modeling.derived`), cached under a version naming both.
+        """
+        if version is None or version.startswith(VERSION_PREFIX):
+            derived = self._derived_device(device)
+            if derived is not None:
+                return self._load_derived(derived)
         if version is None:
             version = self._active_version(device)
         key = (device, version)
@@ -316,6 +326,24 @@ class ModelRegistry:
                 mv = self.datadir.catalog.get_model_version(device, version)
                 model = read_model(self.datadir, mv)
                 self.cache.put(key, model)
+        return model
+
+    def _derived_device(self, device: str) -> Device | None:
+        self.refresh()
+        found = self._derived.get(device)
+        if found is None and device not in self._active:
+            # registered since the last check (or not derived: then the active version decides)
+            dev = self.datadir.catalog.get_device(device)
+            found = dev if "derived" in dev.metadata else None
+        return found
+
+    def _load_derived(self, dev: Device) -> Any:
+        model = load_derived(dev, self.load)  # cheap: the base model comes from the cache
+        key = (dev.name, model.version)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        self.cache.put(key, model)  # type: ignore[arg-type]  # answers like a DeviceModel
         return model
 
     def versions(self, device: str) -> list[ModelVersion]:
@@ -350,6 +378,8 @@ class ModelRegistry:
                 return
             before, after = self._active, self._watch.active_versions()
             self._active = after
+            exists = self.datadir.catalog_path.exists()
+            self._derived = derived_devices(self.datadir.catalog) if exists else {}
             # a version that was active here and is not any more is one this replica no longer serves
             retired = {(d, v) for d, v in before.items() if after.get(d) != v}
             self.cache.evict(lambda key: key in retired)

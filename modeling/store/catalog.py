@@ -19,6 +19,7 @@ import pandas as pd
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.files.atomic import atomic_write, atomic_write_bytes
+from modeling.store.files.readonly import read_only_uri, refused
 from modeling.store.schema import damaged, is_damage, open_schema, undecodable
 from modeling.store.jobs import JobTable
 from modeling.store.model_versions import ModelVersionTable
@@ -58,17 +59,21 @@ class Catalog(ModelVersionTable, JobTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
     def __init__(self, path: Path, measurements_dir: Path, models_dir: Path | None = None, *,
-                 new: bool = False) -> None:
+                 new: bool = False, read_only: str | None = None) -> None:
         """Open (checking it for damage) or create the catalog at ``path``.
 
         A missing or empty catalog beside existing measurement or model files is a lost
         one and raises ``CatalogCorrupt``, unless ``new`` (a rebuild creates it on purpose).
+        ``read_only``: why the folder cannot be written; the catalog is then opened for
+        reading only, and a write raises ``ReadOnlyData`` naming the folder and the reason.
         """
         self.path = Path(path)
         self.measurements_dir = Path(measurements_dir)
         self.models_dir = Path(models_dir) if models_dir is not None else self.path.parent / "models"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        open_schema(self.path, has_data=not new and self._has_data_files())
+        self.read_only = read_only
+        if read_only is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        open_schema(self.path, has_data=not new and self._has_data_files(), read_only=read_only)
 
     def _has_data_files(self) -> bool:
         """Whether Parquet measurements or model manifests exist beside the catalog."""
@@ -84,13 +89,17 @@ class Catalog(ModelVersionTable, JobTable):
             # deleted or emptied under a running process: SQLite would start a new, empty one
             raise damaged(self.path, "it disappeared or was emptied while in use")
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            if self.read_only is not None:
+                conn = sqlite3.connect(read_only_uri(self.path), uri=True, timeout=30.0, isolation_level=None)
+            else:
+                conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             try:
                 conn.row_factory = sqlite3.Row
-                conn.execute("PRAGMA journal_mode=WAL")
+                if self.read_only is None:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA foreign_keys=ON")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE" if self.read_only is None else "BEGIN")
                 try:
                     yield conn
                 except BaseException:
@@ -102,6 +111,8 @@ class Catalog(ModelVersionTable, JobTable):
         except sqlite3.DatabaseError as exc:
             if is_damage(exc):
                 raise damaged(self.path, str(exc)) from None
+            if self.read_only is not None and "readonly" in str(exc):
+                raise refused(self.path.parent, self.read_only) from None
             raise
         except UnicodeDecodeError as exc:
             raise damaged(self.path, undecodable(exc)) from None

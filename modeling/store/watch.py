@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from modeling.store.files.readonly import read_only_reason, read_only_uri
+from modeling.store.schema import damaged, is_damage, undecodable
+
+
+
+class _NewCatalog(Exception):
+    """The catalog file exists but its tables do not yet."""
 
 
 class CatalogWatch:
@@ -27,7 +37,8 @@ class CatalogWatch:
         with self._lock:
             if self._conn is None and not self.path.exists():
                 return True  # no catalog yet: nothing to read, and no empty file made by asking
-            version = int(self._connection().execute("PRAGMA data_version").fetchone()[0])
+            with self._damage_named():
+                version = int(self._connection().execute("PRAGMA data_version").fetchone()[0])
             changed = version != self._seen
             self._seen = version
             return changed
@@ -38,17 +49,16 @@ class CatalogWatch:
             if self._conn is None and not self.path.exists():
                 return {}
             try:
-                rows = (
-                    self._connection()
-                    .execute(
-                        "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
-                        " WHERE m.active = 1"
+                with self._damage_named(tolerate_new=True):
+                    rows = (
+                        self._connection()
+                        .execute(
+                            "SELECT d.name, m.version FROM models m JOIN devices d ON d.id = m.device_id"
+                            " WHERE m.active = 1"
+                        )
+                        .fetchall()
                     )
-                    .fetchall()
-                )
-            except sqlite3.OperationalError as exc:
-                if "no such table" not in str(exc):
-                    raise
+            except _NewCatalog:
                 return {}  # a catalog being created by another process: no versions yet
         return {str(name): str(version) for name, version in rows}
 
@@ -59,11 +69,36 @@ class CatalogWatch:
                 self._conn.close()
                 self._conn = None
 
+    @contextmanager
+    def _damage_named(self, *, tolerate_new: bool = False) -> Iterator[None]:
+        """sqlite3's errors about a damaged file as ``CatalogCorrupt`` (one line, not a traceback)."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            if tolerate_new and str(exc).startswith("no such table") and self._is_being_created():
+                raise _NewCatalog from None
+            if is_damage(exc):
+                raise damaged(self.path, str(exc)) from None
+            raise
+        except UnicodeDecodeError as exc:
+            raise damaged(self.path, undecodable(exc)) from None
+
+    def _is_being_created(self) -> bool:
+        """No table at all yet: another process has just created the file."""
+        assert self._conn is not None
+        return self._conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
             # autocommit, so each statement reads the latest committed state rather than
             # a snapshot held open by an implicit transaction
-            self._conn = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
+            if read_only_reason(self.path.parent) is None:
+                self._conn = sqlite3.connect(
+                    self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                )
+            else:  # a read-only data directory: no -shm file can be made beside the catalog
+                self._conn = sqlite3.connect(
+                    read_only_uri(self.path), uri=True, timeout=30.0, isolation_level=None,
+                    check_same_thread=False,
+                )
         return self._conn

@@ -46,10 +46,23 @@ from modeling.training.selection import (
     select,
     workload_groups,
 )
-from modeling.serving.physics import PERCENTILE_ORDER, PhysicsLimits, order_percentiles
+from modeling.workload import PERCENTILE_ORDER
+from modeling.serving.physics.limits import PhysicsLimits
+from modeling.serving.physics.laws import order_percentiles
 from modeling.store.open_loop_rows import closed_loop_rows
 from modeling.training.laws import choose_laws
 from modeling.training.tail_floor import consistent_tail
+from modeling.training.tail_guard import (
+    BIMODAL_SHARE,
+    GUARDED,
+    KNEE,
+    UNFOLLOWED,
+    TAIL_GUARDS,
+    advantage,
+    keep_rules,
+    knee_share,
+    plain_selection,
+)
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
 MIN_ROWS = 8
@@ -217,6 +230,8 @@ class _Fit:
     final_oof: dict[str, np.ndarray] = field(default_factory=dict)
     # out-of-fold predictions of the tail/mean ratio, when the tail is predicted as a ratio
     ratio_oof: np.ndarray | None = None
+    # per percentile, paired standard errors the tail rules must win by over the plain model (None: no guard)
+    tail_guard: dict[str, float] | None = None
 
     def step(self, message: str) -> None:
         """Report one selection call done."""
@@ -236,12 +251,17 @@ def fit_device_model(
     feature_sets: tuple[str, ...] = ("extended",),
     regions: bool = True,
     physics: bool = True,
+    tail_guard: float | None = None,
 ) -> tuple[DeviceModel, dict[str, Any]]:
     """Train all metrics on ``frame``; returns the model and a JSON-ready training report.
 
     ``feature_sets`` are the feature sets the default candidates use; with both,
     cross-validation chooses per metric.  Explicit ``candidates`` are used as given, not
-    tuned.
+    tuned.  ``tail_guard``: the latency percentiles fall back to a plain log-target
+    XGBoost unless their rules beat it by this many paired standard errors
+    (:mod:`modeling.training.tail_guard`); None means :data:`TAIL_GUARDS` with the default
+    candidates and no guard with explicit ones (``-inf`` records the comparison and always
+    keeps the rules).
     """
     start = time.monotonic()
     w_runs, ys_runs, runs = training_rows(frame)
@@ -251,6 +271,12 @@ def fit_device_model(
     fit = _plan(
         w, ys, run_groups, ys_runs, folds, time_budget_s, progress, candidates, feature_sets, regions, physics
     )
+    if tail_guard is not None:
+        fit.tail_guard = dict.fromkeys(GUARDED, tail_guard)
+    elif candidates is None:
+        fit.tail_guard = dict(TAIL_GUARDS)
+    if fit.tail_guard is not None:
+        fit.calls += sum(m in ys for m in GUARDED)
     by_law = {m for m, gap in fit.gaps.items() if physics and gap <= LAW_HOLDS}
     # only the metrics the data has; the laws derive from the IOPS model, so it comes first
     # (the further percentiles come after, as ratios to the mean latency)
@@ -271,11 +297,14 @@ def fit_device_model(
                 fit.done += len(fit.region_masks)
         fit.specs[metric] = spec
         fit.report[metric] = entry
+        _guard_tail(fit, metric)
     for metric, entry in fit.report.items():
         entry["global"]["cv_fold_std"] = fold_spread(fit.final_oof[metric], ys[metric], fit.splits)
     for metric in PERCENTILE_METRICS:
         if metric in ys and "latency_mean_us" in fit.final_oof:
             _fit_percentile(fit, metric)
+            _guard_tail(fit, metric)
+    _widen_bimodal(fit)
     data_regions = frozenset(REGION_NAMES[c] for c in np.unique(region_codes(w)))
     model = DeviceModel(device, version, fit.specs, data_regions, limits=measured_limits(w, ys))
     served = _served_oof(fit)
@@ -335,6 +364,73 @@ def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
                 oof[mask] = fit.region_sel[(metric, region)].oof
         served[metric] = oof
     return served
+
+
+def _served_metric(fit: _Fit, metric: str) -> np.ndarray:
+    """Out-of-fold predictions of one metric as served by default (``auto`` regions)."""
+    if metric in METRICS:
+        return _served_oof(fit)[metric]
+    spec = fit.specs[metric]
+    oof = fit.final_oof[metric].copy()
+    if spec.mode == "direct":
+        for region in spec.auto_regions:
+            oof[fit.region_masks[region]] = fit.region_sel[(metric, region)].oof
+    return oof
+
+
+def _guard_tail(fit: _Fit, metric: str) -> None:
+    """A latency percentile served by the plain log-target model unless its rules clearly beat it."""
+    if fit.tail_guard is None or metric not in GUARDED or metric not in fit.specs:
+        return
+    y = fit.ys[metric]
+    rules = _served_metric(fit, metric)
+    # on the training's own features (a user who asked for the basic set gets no extended model)
+    plain = plain_selection(fit.w, y, fit.splits, fit.per_call, fit.cands[0].feature_set)
+    z = advantage(rules, plain.oof, y)
+    threshold = fit.tail_guard[metric]
+    keep = keep_rules(z, threshold)
+    info = {
+        "plain": plain.name,
+        "plain_cv_mre": plain.mre,
+        "rules_cv_mre": _mre(rules, y),
+        # JSON has no infinity: a gain with no spread at all is reported as +-1e6
+        "advantage_se": float(np.clip(z, -1e6, 1e6)),
+        "threshold": float(np.clip(threshold, -1e6, 1e6)),
+        "kept": keep,
+    }
+    fit.step(f"{metric}: rules {'kept' if keep else 'fall back to ' + plain.name} ({z:+.2f} SE over plain)")
+    if keep:
+        fit.report[metric]["tail_guard"] = info
+        return
+    spec, entry = _fit_direct(fit, metric, plain, regions=False)
+    entry["global"]["cv_fold_std"] = fold_spread(plain.oof, y, fit.splits)
+    fit.specs[metric] = spec
+    fit.report[metric] = {**entry, "tail_guard": info}
+
+
+def _widen_bimodal(fit: _Fit) -> None:
+    """A bimodal tail's intervals widened to the errors on its knee workloads, and marked."""
+    if "latency_p90_us" not in fit.ys:
+        return
+    for metric in ("latency_p99_us", "latency_p99_9_us"):
+        if metric not in fit.specs or fit.specs[metric].mode == "derived":
+            continue
+        share, knee = knee_share(fit.ys[metric], fit.ys["latency_p90_us"])
+        if share < BIMODAL_SHARE:
+            continue
+        served = _served_metric(fit, metric)
+        # a slow mode the model follows (a fixed stall learned as such) is predictable: only
+        # one whose workloads it typically misses by over UNFOLLOWED times is called bimodal
+        ok = knee & (served > 0)
+        if not ok.any() or np.median(np.abs(np.log(served[ok] / fit.ys[metric][ok]))) <= np.log(UNFOLLOWED):
+            continue
+        q_knee = conformal_q(served[knee], fit.ys[metric][knee], INTERVAL_LEVEL)
+        for sm in fit.specs[metric].scopes.values():
+            if np.isfinite(q_knee):
+                sm.q = q_knee if np.isnan(sm.q) else max(sm.q, q_knee)
+            sm.cv["bimodal_share"] = share
+            sm.cv["bimodal_knee"] = KNEE
+        fit.report[metric]["bimodal"] = {"share": share, "knee_q": float(q_knee)}
 
 
 def _plan(
@@ -525,7 +621,7 @@ def _fit_percentile(fit: _Fit, metric: str) -> None:
     """A further latency percentile: a learned multiple of the mean latency, or its own model.
 
     The percentiles are served as one curve, ordered along the ladder p50 <= p90 <= p99
-    <= p99.9 with p99 >= mean (:func:`modeling.serving.physics.order_percentiles`).  Each
+    <= p99.9 with p99 >= mean (:func:`modeling.serving.physics.laws.order_percentiles`).  Each
     rung is learned the way that predicts it best on the same folds: the ratio to the mean
     first (over five fold draws on each fio-plot SATA SSD a boosted ratio had the lowest
     mean p99.9 error, 37-51 % against 54-76 % for a plain XGBoost of the log), then its

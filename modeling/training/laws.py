@@ -1,6 +1,6 @@
 """Which law extends a device beyond its measured load and size: chosen by validation.
 
-The serving path (:func:`modeling.serving.physics.apply_physics`) extends an answer past
+The serving path (:func:`modeling.serving.physics.laws.apply_physics`) extends an answer past
 the largest measured outstanding I/O and the largest measured size with two one-parameter
 laws; each contains the plain plateau as its zero:
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from modeling.serving.physics import MIXES, mix_codes
+from modeling.serving.physics.limits import MIXES, mix_codes
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import mean_request_size, outstanding_io
 

@@ -13,8 +13,8 @@ import itertools
 import numpy as np
 
 from modeling.serving.device_model import DeviceModel
-from modeling.serving.physics import BANDWIDTH_TOLERANCE, MIXES, PERCENTILE_ORDER, mix_codes
-from modeling.workload import WORKLOAD_FIELDS
+from modeling.serving.physics.limits import BANDWIDTH_TOLERANCE, MIXES, mix_codes
+from modeling.workload import PERCENTILE_ORDER, WORKLOAD_FIELDS
 from modeling.workload_matrix import FIELD_INDEX as _F
 from modeling.workload_matrix import outstanding_io
 

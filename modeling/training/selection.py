@@ -39,7 +39,7 @@ class Candidate:
         return f"{self.kind}[{self.feature_set}]({extra})"
 
 
-def _c(feature_set: str, kind: str, **params: Any) -> Candidate:
+def make_candidate(feature_set: str, kind: str, **params: Any) -> Candidate:
     return Candidate(feature_set, kind, tuple(sorted(params.items())))
 
 
@@ -81,15 +81,15 @@ def default_candidates(
     out: list[Candidate] = []
     for fs in feature_sets:
         family = [
-            _c(fs, "load_gated", **load_columns(fs)),
-            _c(fs, "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
-            _c(fs, "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
+            make_candidate(fs, "load_gated", **load_columns(fs)),
+            make_candidate(fs, "xgboost", n_estimators=300, max_depth=6, learning_rate=0.05, subsample=0.8),
+            make_candidate(fs, "extra_trees", n_estimators=60, min_samples_leaf=3, loss="relative"),
         ]
         if gp:
-            family.append(_c(fs, "gp", nu=1.5, n_restarts=1))
+            family.append(make_candidate(fs, "gp", nu=1.5, n_restarts=1))
         family += [
-            _c(fs, "extra_trees", n_estimators=60, max_features=0.5, linear_base=True),
-            _c(fs, "cart", min_samples_leaf=3, loss="relative"),
+            make_candidate(fs, "extra_trees", n_estimators=60, max_features=0.5, linear_base=True),
+            make_candidate(fs, "cart", min_samples_leaf=3, loss="relative"),
         ]
         out += family[:4] if quick else family
     return out
@@ -136,7 +136,7 @@ def neighbours(cand: Candidate) -> list[Candidate]:
     for step in _STEPS.get(cand.kind, ()):
         params = {**cand.kwargs, **step}
         if params != cand.kwargs:
-            out.append(_c(cand.feature_set, cand.kind, **params))
+            out.append(make_candidate(cand.feature_set, cand.kind, **params))
     return out
 
 
@@ -159,7 +159,7 @@ def for_metric(candidates: list[Candidate], metric: str) -> list[Candidate]:
         return candidates
     robust = [c for c in candidates if c.kwargs.get("loss") == "relative"]
     fine = [
-        _c(c.feature_set, "extra_trees", **{**c.kwargs, "min_samples_leaf": 1, "loss": loss})
+        make_candidate(c.feature_set, "extra_trees", **{**c.kwargs, "min_samples_leaf": 1, "loss": loss})
         for c in robust[:1]
         if c.kind == "extra_trees"
         for loss in ("relative", "squared")

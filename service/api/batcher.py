@@ -4,8 +4,9 @@ A model call costs nearly the same for one workload as for a few dozen (numpy ov
 dominates), so single-workload requests that arrive in the same event-loop turn for the
 same model object, metrics and model choice are predicted together.  A lone request
 waits one loop turn (microseconds); under concurrency each request's share of the model
-call shrinks.  Every request of a group uses the same ``DeviceModel`` object, so a
-response still comes from exactly one model version.
+call shrinks.  The model picks its path (``DeviceModel.predict``: a pair row by row, more
+as a matrix); this module knows only that entry point.  Every request of a group uses
+the same ``DeviceModel`` object, so a response still comes from exactly one model version.
 """
 
 from __future__ import annotations
@@ -15,18 +16,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from modeling.one_row import extrapolation_row
 from modeling.serving.device_model import DeviceModel
-from modeling.workload import WORKLOAD_FIELDS, Workload
+from modeling.workload import Workload
 
 _Key = tuple[DeviceModel, tuple[str, ...] | None, str]
-
-ROW_PATH_MAX = 2
-"""Groups up to this size take the single-row path row by row (the same answers): with the
-load laws a matrix call costs about three single rows (~450 us against ~150 us of CPU on
-INTEL_D3_S4610, whatever the size of a small group)."""
 
 
 class PredictionBatcher:
@@ -52,22 +45,10 @@ class PredictionBatcher:
     def _flush(self, key: _Key) -> None:
         group = self._pending.pop(key)
         model, metrics, choice = key
-        rows = [[float(getattr(wl, f)) for f in WORKLOAD_FIELDS] for wl, _ in group]
         try:
-            if len(rows) <= ROW_PATH_MAX:  # the single-row path, no arrays
-                lim = model.row_limits
-                results = [
-                    _answer(model.predict_row(row, metrics, choice), extrapolation_row(row, lim))
-                    for row in rows
-                ]
-            else:
-                w = np.array(rows)
-                far_rows = model.extrapolation(w)
-                out = model.predict_matrix(w, metrics, choice)
-                results = [
-                    _answer({m: tuple(a[i] for a in arrays) for m, arrays in out.items()}, far_rows[i])
-                    for i in range(len(rows))
-                ]
+            # the model picks its path: a small group row by row, a larger one as a matrix
+            answers = model.predict([wl for wl, _ in group], metrics, choice)
+            results = [_answer(answers.row(i), answers.far(i)) for i in range(len(group))]
         except Exception as exc:  # the same input error for every request of the group
             for _, future in group:
                 if not future.done():

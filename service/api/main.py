@@ -28,18 +28,23 @@ from service.api import errors
 from service.api.deps import ServiceState
 from service.api.limits import BodyLimitMiddleware
 from service.api.metrics import MetricsMiddleware
-from service.api.routes import devices, fleet, health, jobs, models, predict, reports, validate
+from service.api.routes import capacity, devices, fleet, health, jobs, models, predict, reports, validate
 from service.api.schemas import ErrorResponse
 from service.config import Settings, get_settings
 
 log = logging.getLogger("ssdpredict.api")
 
 # Validation errors answer in the one error shape; say so instead of FastAPI's default schema.
+# 400 and 503 can come from any route (a body that is not JSON, a value only the domain can
+# judge; a damaged catalog, a read-only data directory): schemathesis found 400 undocumented.
 _VALIDATION_ERROR: dict[int | str, dict[str, Any]] = {
-    422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"}
+    400: {"model": ErrorResponse, "description": "malformed request (the message says what)"},
+    422: {"model": ErrorResponse, "description": "invalid request (the message names the field)"},
+    503: {"model": ErrorResponse,
+          "description": "the catalog is damaged, or the data directory is read-only (for writes)"},
 }
 api_router = APIRouter()
-for _module in (predict, fleet, devices, models, reports, jobs, validate, health):
+for _module in (predict, fleet, devices, models, reports, jobs, validate, health, capacity):
     api_router.include_router(_module.router, responses=_VALIDATION_ERROR)
 
 _DESCRIPTION = """Black-box SSD performance prediction: per-device regression-tree models of

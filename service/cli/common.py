@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -21,17 +21,14 @@ from modeling.store import DataDir
 from modeling.store.files.atomic import atomic_write_bytes
 from service.config import get_settings
 
+# the shared options live in service.cli.options; these four are re-exported for older imports
+from service.cli.options import DeviceOption as DeviceOption, JsonOption as JsonOption
+from service.cli.options import WaitOption as WaitOption, YesOption as YesOption
+
 console = Console()
 err_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-# Options shared by many commands, declared once.
-DeviceOption = Annotated[str, typer.Option("--device", "-d", help="device name (see `ssdpredict devices`)")]
-JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
-WaitOption = Annotated[bool, typer.Option(
-    "--wait", help="wait while another writer (sweep, ingest, train, delete) holds the device")]
-YesOption = Annotated[bool, typer.Option("--yes", "-y", help="really delete (there is no undo)")]
 
 METRIC_LABELS = {
     "latency_mean_us": "mean latency",

@@ -14,7 +14,17 @@ import typer
 
 from modeling.store import DataDir
 from modeling.workload import METRICS
-from service.cli.common import DeviceOption, cli_table, console, datadir, handle_errors, progress_bar
+from service.cli.common import cli_table, console, datadir, handle_errors, progress_bar
+from service.cli.options import (
+    BindHostOption,
+    BindPortOption,
+    DeviceOption,
+    FoldsOption,
+    PlanNameOption,
+    RuntimeOption,
+    SizeOption,
+    TimeBudgetOption,
+)
 from service.config import get_settings
 
 
@@ -26,13 +36,13 @@ def register(app: typer.Typer) -> None:
 @handle_errors
 def quickstart(
     device: DeviceOption = "local-scratch",
-    size: Annotated[str, typer.Option(help="scratch file size")] = "256MiB",
-    runtime: Annotated[str, typer.Option(help="fio runtime per point")] = "1s",
-    plan_name: Annotated[str, typer.Option("--plan", help="plan preset or .toml plan file")] = "quick",
-    folds: Annotated[int, typer.Option(min=2, max=20, help="cross-validation folds")] = 5,
-    time_budget: Annotated[float, typer.Option(min=1.0, help="seconds for model tuning")] = 60.0,
-    host: Annotated[str, typer.Option(help="address to serve on")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="port to serve on")] = 8000,
+    size: SizeOption = "256MiB",
+    runtime: RuntimeOption = "1s",
+    plan_name: PlanNameOption = "quick",
+    folds: FoldsOption = 5,
+    time_budget: TimeBudgetOption = 60.0,
+    host: BindHostOption = "127.0.0.1",
+    port: BindPortOption = 8000,
     serve: Annotated[bool, typer.Option("--serve/--no-serve", help="start the API at the end")] = True,
 ) -> None:
     """Sweep a local scratch file, train, report accuracy and serve the API."""
@@ -49,7 +59,7 @@ def _sweep_step(data: DataDir, device: str, plan_name: str, *, size: str, runtim
     # Imported here so that `ssdpredict --help` does not pay for scikit-learn and xgboost.
     from collectors.plans.presets import build_plan
     from collectors.quickstart import scratch_settings, sweep_scratch
-    from service.cli.sweep import sweep_progress
+    from service.cli.progress import sweep_progress
 
     settings = scratch_settings(data, device, size=size, runtime=runtime, fio=get_settings().fio)
     plan = build_plan(plan_name)

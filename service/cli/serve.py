@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from typing import Annotated
 
 import typer
 
+from modeling.errors import InvalidInput
+
 from service.cli.common import console, datadir, err_console, handle_errors
+from service.cli.options import HostOption, PortOption, WorkersOption
 from service.config import get_settings, is_loopback_host
 
 
@@ -19,13 +24,9 @@ def token_notice(token_set: bool) -> str:
 
 @handle_errors
 def serve(
-    host: Annotated[
-        str | None, typer.Option(help="address to bind (default SSDPREDICT_HOST or 127.0.0.1)")
-    ] = None,
-    port: Annotated[
-        int | None, typer.Option(min=1, max=65535, help="port (default SSDPREDICT_PORT or 8000)")
-    ] = None,
-    workers: Annotated[int | None, typer.Option(min=1, max=64, help="worker processes (default 1)")] = None,
+    host: HostOption = None,
+    port: PortOption = None,
+    workers: WorkersOption = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "info",
     insecure: Annotated[
         bool,
@@ -54,6 +55,7 @@ def serve(
             soft_wrap=True,
         )
         raise typer.Exit(2)
+    check_port_free(host, port)
     home = datadir().root
     console.print(f"data directory: {home}", highlight=False, soft_wrap=True)
     console.print(token_notice(settings.api_token is not None), highlight=False, soft_wrap=True)
@@ -68,6 +70,22 @@ def serve(
         log_level=log_level,
         access_log=False,  # per-request logging would cost more than a prediction; /metrics counts
     )
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Bind ``host:port`` once and let it go, so a port in use is one line before "serving on"
+    rather than uvicorn's multi-line ``[Errno 98]`` after it."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind(address)
+    except socket.gaierror as exc:
+        raise InvalidInput(f"cannot serve on {host}: {exc.strerror}") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot serve on {host}:{port}: {exc.strerror}"
+                           + ("; another process is listening there (pick another --port)"
+                              if exc.errno == errno.EADDRINUSE else "")) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -33,7 +33,8 @@ def test_cli_report_writes_one_html_file(datadir: DataDir, tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"wrote {out} (")
     html = out.read_text()
-    assert "ssdpredict report: p420" in html and html.count('src="data:image/png;base64,') == 5
+    # five plots and the capacity section's
+    assert "ssdpredict report: p420" in html and html.count('src="data:image/png;base64,') == 6
 
 
 @pytest.mark.slow

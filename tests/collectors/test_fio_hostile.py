@@ -9,12 +9,19 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from pathlib import Path
+
 import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from collectors.fio.results import parse_fio_output
 from collectors.ingest import ingest_bytes
 from modeling.errors import FioOutputError, UnknownDevice
 from modeling.store import DataDir
+from service.api.main import create_app
+from service.cli.main import app
+from service.config import get_settings
 from tests.conftest import TEST_DATA
 
 READ_ONLY = TEST_DATA / "fio" / "INTEL_D3_S4610" / "randread-16-8.json"
@@ -37,7 +44,24 @@ def _set(path: list[Any], value: Any, base: Any = READ_ONLY) -> str:
 
 READ = ["jobs", 0, "read"]
 PCT = [*READ, "clat_ns", "percentile"]
+BIG = 10**400  # past float's range: float(BIG) raised OverflowError (issue 25, item 5)
+
+
+def _digits(path: list[Any], digits: int) -> str:
+    """``path`` set to an integer of ``digits`` digits (json.dumps refuses past 4300)."""
+    return _set(path, -424242).replace("-424242", "9" * digits)
+
+
 VALUES = {
+    "400-digit-iops": (_set([*READ, "iops"], BIG), "read.iops: a 401-digit integer"),
+    "400-digit-bw-bytes": (_set([*READ, "bw_bytes"], BIG), "read.bw_bytes"),
+    "400-digit-latency": (_set([*READ, "lat_ns", "mean"], BIG), "read.lat_ns.mean"),
+    "400-digit-percentile": (_set([*PCT, "99.000000"], BIG), "clat_ns.percentile.99.000000"),
+    "400-digit-runtime": (_set([*READ, "runtime"], BIG), "read.runtime"),
+    "400-digit-iodepth": (_set(["jobs", 0, "job options", "iodepth"], BIG), "workload"),
+    "400-digit-bs": (_set(["jobs", 0, "job options", "bs"], str(BIG)), "workload"),
+    "5000-digit-iops": (_digits([*READ, "iops"], 5000), "corrupt fio JSON"),
+
     "nan-iops": (_set([*READ, "iops"], math.nan), "read.iops"),
     "inf-iops": (_set([*READ, "iops"], math.inf), "read.iops"),
     "huge-iops": (_set([*READ, "iops"], 1e308), "read.iops"),
@@ -107,3 +131,22 @@ def test_mixed_job_with_a_quiet_or_unreported_side_still_parses(
     edit(doc)
     (result,) = parse_fio_output(json.dumps(doc))
     assert result.row["iops"] > 0 and result.row["latency_p99_us"] > 0
+
+
+@pytest.mark.parametrize("case", ["400-digit-iops", "5000-digit-iops"])
+def test_huge_integer_is_one_line_and_exit_2_in_the_cli(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "up.json"
+    path.write_text(VALUES[case][0])
+    result = CliRunner().invoke(app, ["ingest", "-d", "dev", str(path)])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and VALUES[case][1] in lines[0], result.output
+
+
+@pytest.mark.parametrize("case", ["400-digit-iops", "5000-digit-iops", "400-digit-latency"])
+def test_huge_integer_upload_is_a_json_422(datadir: DataDir, case: str) -> None:
+    with TestClient(create_app(get_settings()), raise_server_exceptions=False) as client:
+        res = client.post("/v1/devices/dev/sweeps", files={"file": ("up.json", VALUES[case][0].encode())})
+    assert res.status_code == 422, res.text
+    assert VALUES[case][1] in res.json()["error"]["message"]
+    with pytest.raises(UnknownDevice):
+        datadir.catalog.get_device("dev")

@@ -52,7 +52,7 @@ def test_mixed_result_combines_directions() -> None:
 
 def test_every_fio_plot_file_parses() -> None:
     files = sorted(FIO_PLOT.rglob("*.json"))
-    assert len(files) == 539
+    assert len(files) == 637
     for path in files:
         (result,) = parse_fio_output(path.read_text(), source=str(path))
         assert all(result.row[m] > 0 for m in METRICS), path

@@ -41,8 +41,8 @@ def test_all_of_fio_plot_ingests_one_device_per_leaf_folder(datadir: DataDir) ->
         assert (frame[list(METRICS)] > 0).all().all()
         total_files += n_files
         total_points += sweep.n_points
-    assert len(leaves) == 6
-    assert total_points == total_files == 539
+    assert len(leaves) == 7
+    assert total_points == total_files == 637
 
 
 def test_rows_carry_workload_from_job_options_and_raw_json(datadir: DataDir) -> None:

@@ -55,7 +55,7 @@ def test_bom_crlf_and_blank_lines_are_accepted() -> None:
         (_csv(GOOD[0], "0,1,4096,1.5,9000,1"), 3, "randomness: Input should be less than or equal to 1"),
         (_csv(GOOD[0], GOOD[1], "0,0,4096,1,9000,1"), 4,
          "queue_depth: Input should be greater than or equal to 1"),
-        (_csv("0,1,1000,1,9000,1"), 2, "request_size: Input should be a multiple of 512"),
+        (_csv("0,1,1000,1,9000,1"), 2, "request_size: Input should be a multiple of 64"),
         (_csv("0,2.5,4096,1,9000,1"), 2, "queue_depth: not a whole number"),
         (_csv(GOOD[0], "0,1,4096,1,-5,1"), 3, "iops: must be > 0"),
         (_csv("0,1,4096,1,0,1"), 2, "iops: must be > 0"),

@@ -18,7 +18,7 @@ from collectors.fio.jobs import (
 from collectors.fio.results import parse_fio_output, workload_from_options
 from collectors.fio.runner import run_fio
 from collectors.safety import prepare_file
-from collectors.sweep.settings import parse_duration_ms
+from modeling.units import parse_duration_ms
 from modeling.errors import FioError, InvalidInput
 from modeling.workload import Workload
 
@@ -109,12 +109,12 @@ def test_global_options_use_milliseconds_and_whitelisted_reporting() -> None:
 
 
 @pytest.mark.parametrize(("text", "ms"),
-                         [("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("2m", 120000), (2, 2000)])
+                         [("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("2m", 120000), (2, 2000), ("1h", 3_600_000)])
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms(text) == ms
 
 
-@pytest.mark.parametrize("bad", ["", "fast", "1.0001ms", "-1s", "1h"])
+@pytest.mark.parametrize("bad", ["", "fast", "1.0001ms", "-1s", "1d"])
 def test_bad_durations(bad: str) -> None:
     with pytest.raises(InvalidInput):
         parse_duration_ms(bad)

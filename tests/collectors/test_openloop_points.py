@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +91,10 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     # 400 requests are enough here: both points keep the 1 s runtime
     sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25), min_requests=400)
     assert sweep.source == "open-loop" and sweep.n_points == 2
+    # at the replay's real-time priority where the process may (root and chrt), else said why
+    realtime = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("chrt") is not None
+    assert sweep.info["priority"] == ("realtime" if realtime else "normal")
+    assert bool(sweep.info["warnings"]) is not realtime
     frame = d.catalog.measurements("dev")
     ol = frame[np.isfinite(frame["offered_iops"])]
     assert sorted(ol["offered_iops"]) == [400.0, 992.0]  # 16 jobs of 25 and of 62 IO/s

@@ -80,7 +80,7 @@ def test_magic_bytes_without_blkid(tmp_path: Path) -> None:
 
 
 def test_files_are_fine_and_created_with_real_data(tmp_path: Path) -> None:
-    target = tmp_path / "sub" / "t.img"
+    target = tmp_path / "t.img"  # in an existing folder: no mkdir -p (issue 25 item 7)
     assert check_target(target).kind == "file"
     created: list[Path] = []
     prepare_file(target, 3 << 20, created=created.append)

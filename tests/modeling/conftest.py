@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modeling.training.selection import Candidate, _c
+from modeling.training.selection import Candidate, make_candidate
 from modeling.store import DataDir
 from modeling.workload import MIB
 
@@ -63,9 +63,9 @@ def synthetic_rows(
 def fast_candidates() -> list[Candidate]:
     """Small, quick estimators for tests."""
     return [
-        _c("extended", "xgboost", n_estimators=40, max_depth=4, learning_rate=0.3),
-        _c("extended", "cart", min_samples_leaf=1, linear_base=True),
-        _c("basic", "extra_trees", n_estimators=10),
+        make_candidate("extended", "xgboost", n_estimators=40, max_depth=4, learning_rate=0.3),
+        make_candidate("extended", "cart", min_samples_leaf=1, linear_base=True),
+        make_candidate("basic", "extra_trees", n_estimators=10),
     ]
 
 

@@ -1,10 +1,12 @@
-"""The one-row fast paths (modeling/one_row.py) answer exactly what their matrix twins answer.
+"""The single-row path answers exactly what the matrix path answers.
 
 One test per estimator family: a device model whose every metric (the four percentiles
-too) uses that family, asked row by row and as a matrix, for every scope choice, at
-workloads inside and beyond the measured load and size (the physics of
-modeling/serving/physics.py and its one-row twins); the family's own one-row estimator
-path against its batch path; and the feature rows against the feature matrix.
+too) uses that family, asked row by row (modeling/serving/row_path.py) and as a matrix
+(modeling/serving/matrix_path.py), for every scope choice, at workloads inside and beyond
+the measured load and size (the physics of modeling/serving/physics/, whose single-row
+forms sit beside the matrix ones); ``DeviceModel.predict``'s choice of path for every
+form of input; the family's own one-row estimator path against its batch path; and the
+feature rows against the feature matrix.
 """
 
 from __future__ import annotations
@@ -17,23 +19,26 @@ import pytest
 from modeling.errors import InvalidInput
 from modeling.estimators.families import ESTIMATORS
 from modeling.features import FEATURE_SETS, compute_features, features_row
-from modeling.one_row import extrapolation_row
+from modeling.serving.physics.extrapolation import extrapolation_row
+from modeling.serving import device_model
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import ScopeModel
-from modeling.serving.physics import needed_rungs
+from modeling.serving.physics.ladder import needed_rungs
 from modeling.training.fit import fit_device_model
-from modeling.training.selection import Candidate, _c
+from modeling.training.selection import Candidate, make_candidate
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io
 from tests.modeling.conftest import synthetic_rows
 from tests.modeling.test_physics import SMALL_GRID, with_percentiles
 
 FAMILIES: dict[str, Candidate] = {
-    "cart": _c("extended", "cart", min_samples_leaf=1, linear_base=True),
-    "extra_trees": _c("extended", "extra_trees", n_estimators=10, min_samples_leaf=3, loss="relative"),
-    "xgboost": _c("extended", "xgboost", n_estimators=30, max_depth=4, learning_rate=0.3),
-    "gp": _c("extended", "gp", n_restarts=0),
-    "load_gated": _c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
+    "cart": make_candidate("extended", "cart", min_samples_leaf=1, linear_base=True),
+    "extra_trees": make_candidate(
+        "extended", "extra_trees", n_estimators=10, min_samples_leaf=3, loss="relative"
+    ),
+    "xgboost": make_candidate("extended", "xgboost", n_estimators=30, max_depth=4, learning_rate=0.3),
+    "gp": make_candidate("extended", "gp", n_restarts=0),
+    "load_gated": make_candidate("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
 }
 
 
@@ -107,7 +112,7 @@ def test_rungs_skipped_by_their_bounds_change_no_answer(family_model: DeviceMode
         kept.append((int(out.sum()), len(out)))
         return out
 
-    monkeypatch.setattr("modeling.serving.device_model.needed_rungs", counting)
+    monkeypatch.setattr("modeling.serving.matrix_path.needed_rungs", counting)
     pruned = family_model.predict_matrix(w)
     one = [family_model.predict_row(w[i].tolist()) for i in range(0, len(w), 4)]
     if any(hasattr(est, "bounds") for _, est in family_model.specs["iops"].scopes["global"].members):
@@ -142,6 +147,42 @@ def test_estimator_one_row_path_equals_its_batch(family_model: DeviceModel) -> N
                         np.testing.assert_allclose(one, gp.slope(X32, d), rtol=1e-8, atol=1e-10)
                 checked += 1
     assert checked
+
+
+def test_predict_picks_the_path_and_every_form_answers_the_same(
+    family_model: DeviceModel, monkeypatch: Any
+) -> None:
+    """One public entry point: a workload, a few, many, a matrix or columns; the same numbers."""
+    w = _workloads(12, seed=3)
+    taken: list[str] = []
+    for name in ("row", "matrix"):
+        real = getattr(device_model, f"predict_{name}")
+        monkeypatch.setattr(
+            device_model, f"predict_{name}", lambda *a, _r=real, _n=name: taken.append(_n) or _r(*a)
+        )
+    want = family_model.predict_matrix(w)
+    workloads = [Workload(**dict(zip(WORKLOAD_FIELDS, r, strict=True))) for r in w.tolist()]
+    columns = {f: w[:, i] for i, f in enumerate(WORKLOAD_FIELDS)}
+    forms: list[tuple[Any, list[str]]] = [
+        (workloads[0], ["row"]),
+        (workloads[:2], ["row", "row"]),
+        (w[:2], ["row", "row"]),
+        (workloads, ["matrix"]),
+        (w, ["matrix"]),
+        (columns, ["matrix"]),
+    ]
+    for form, path in forms:
+        taken.clear()
+        answers = family_model.predict(form)
+        assert taken == path
+        for i in range(len(answers)):
+            for metric, got in answers.row(i).items():
+                assert (got[3], got[4]) == (want[metric][3][i], want[metric][4][i])
+                np.testing.assert_allclose(got[:3], [a[i] for a in want[metric][:3]], rtol=1e-9)
+            assert answers.far(i) == family_model.extrapolation(w[i : i + 1])[0]
+        for metric, arrays in answers.columns.items():  # the row path's answers as columns too
+            np.testing.assert_allclose(arrays[0], want[metric][0][: len(answers)], rtol=1e-9)
+            assert arrays[4].tolist() == want[metric][4][: len(answers)].tolist()
 
 
 def test_extrapolation_row_equals_the_matrix_twin(family_model: DeviceModel) -> None:

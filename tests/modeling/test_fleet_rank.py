@@ -88,7 +88,7 @@ def test_ranking_follows_each_devices_batch_predictions(fleet: DataDir) -> None:
     assert skipped["iops-only"].code == "not_found" and "latency_p99_us" in skipped["iops-only"].reason
     assert ranking.ranking() == [["fast", "mid", "slow"]] * 4
     for forecast in ranking.forecasts:
-        plain = registry.load(forecast.device).predict_columns(_columns(WORKLOADS))
+        plain = registry.load(forecast.device).predict(_columns(WORKLOADS)).columns
         assert forecast.model_version == registry.load(forecast.device).version
         assert set(forecast.predictions) == set(METRICS)
         for metric in METRICS:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling.one_row import apply_physics_row, stretch_row
-from modeling.serving.physics import PhysicsLimits, apply_physics, stretch
+from modeling.serving.physics.laws import apply_physics_row
+from modeling.serving.physics.extrapolation import stretch_row
+from modeling.serving.physics.limits import PhysicsLimits
+from modeling.serving.physics.laws import apply_physics
+from modeling.serving.physics.extrapolation import stretch
 from modeling.training.laws import choose_laws
 from modeling.workload_matrix import FIELD_INDEX as F
 
@@ -72,7 +75,7 @@ def test_limits_round_trip_with_the_laws_and_without_them():
         PhysicsLimits.from_json({**doc, "load_knee": -1.0})
 
 
-def test_the_one_row_twin_applies_the_same_laws():
+def test_the_single_row_path_applies_the_same_laws():
     w = grid()
     base = PhysicsLimits.measured(w, np.full(len(w), 400.0))
     limits = PhysicsLimits(base.lo, base.hi, base.max_outstanding, base.bandwidth_max, base.depths,

@@ -120,8 +120,7 @@ def test_a_ladder_with_rungs_of_both_kinds_survives_the_registry(datadir, fitted
 
 def test_order_is_anchored_on_p99():
     """Crossing rungs: above p99 raised to it, below lowered to it, p99 only raised to the mean."""
-    from modeling.one_row import order_percentiles_row
-    from modeling.serving.physics import order_percentiles
+    from modeling.serving.physics.laws import order_percentiles
 
     values = {
         "latency_mean_us": np.array([50.0, 50.0]),
@@ -136,7 +135,7 @@ def test_order_is_anchored_on_p99():
     assert values["latency_p99_9_us"].tolist() == [100.0, 400.0]
     assert values["latency_p90_us"].tolist() == [90.0, 20.0]
     assert values["latency_p50_us"].tolist() == [90.0, 10.0]
-    order_percentiles_row(row)
+    order_percentiles(row, min, max)  # one workload's floats: the same law
     assert row == {m: float(v[0]) for m, v in values.items()}
 
 

@@ -7,19 +7,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modeling.serving.physics import BANDWIDTH_TOLERANCE, PhysicsLimits, extrapolation
+from modeling.serving.physics.limits import BANDWIDTH_TOLERANCE, PhysicsLimits
+from modeling.serving.physics.extrapolation import extrapolation
 from modeling.training.fit import fit_device_model
 from modeling.training.physics_check import dense_grid, law_violations
-from modeling.training.selection import _c
+from modeling.training.selection import make_candidate
 from modeling.workload import MIB, Workload, WORKLOAD_FIELDS
 from tests.modeling.conftest import synthetic_rows
 
 FAMILIES = {
-    "cart": _c("extended", "cart", min_samples_leaf=1, linear_base=True),
-    "extra_trees": _c("extended", "extra_trees", n_estimators=10, min_samples_leaf=2),
-    "xgboost": _c("extended", "xgboost", n_estimators=40, max_depth=4, learning_rate=0.3),
-    "gp": _c("extended", "gp", n_restarts=0),
-    "load_gated": _c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
+    "cart": make_candidate("extended", "cart", min_samples_leaf=1, linear_base=True),
+    "extra_trees": make_candidate("extended", "extra_trees", n_estimators=10, min_samples_leaf=2),
+    "xgboost": make_candidate("extended", "xgboost", n_estimators=40, max_depth=4, learning_rate=0.3),
+    "gp": make_candidate("extended", "gp", n_restarts=0),
+    "load_gated": make_candidate("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=30),
 }
 SMALL_GRID = {
     "write_ratio": (0.0, 0.5, 1.0),

@@ -74,10 +74,10 @@ def test_tampered_model_file_is_refused(datadir, trained):
 
 
 def test_tampered_xgboost_blob_is_refused(datadir, device_with_data):
-    from modeling.training.selection import _c
+    from modeling.training.selection import make_candidate
     from modeling.training.train import train_device
 
-    only_xgb = [_c("extended", "xgboost", n_estimators=20, max_depth=3)]
+    only_xgb = [make_candidate("extended", "xgboost", n_estimators=20, max_depth=3)]
     version = train_device(datadir, "synth", folds=3, candidates=only_xgb).version
     blobs = list(_folder(datadir, "synth", version).glob("*.ubj"))
     assert blobs
@@ -200,7 +200,7 @@ def test_concurrent_loads_share_one_model(datadir, trained):
 )
 def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
     """Gaussian processes and composite models come back from JSON/UBJ predicting the same."""
-    from modeling.training.selection import _c
+    from modeling.training.selection import make_candidate
 
     fs, kind, params = candidate
     # a round trip needs a fitted model, not a tuned one: the 72-row grid and two folds
@@ -210,7 +210,7 @@ def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
         device="synth",
         version="v1",
         folds=2,
-        candidates=[_c(fs, kind, **params)],
+        candidates=[make_candidate(fs, kind, **params)],
         regions=False,
     )
     save_model(datadir, model, {"note": "test"}, activate=True)
@@ -228,10 +228,10 @@ def test_every_estimator_kind_round_trips(datadir, device_with_data, candidate):
 @pytest.mark.slow
 def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_data):
     """A load-gated model whose gate was cut out (checksums re-forged) fails validation."""
-    from modeling.training.selection import _c
+    from modeling.training.selection import make_candidate
     from modeling.training.train import train_device
 
-    gated = [_c("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=20)]
+    gated = [make_candidate("extended", "load_gated", n_col=5, qd_col=1, nj_col=4, n_estimators=20)]
     version = train_device(datadir, "synth", folds=3, candidates=gated, regions=False).version
     doc = json.loads((_folder(datadir, "synth", version) / "models.json").read_text())
     member = doc["metrics"]["iops"]["scopes"]["global"]["members"][0]["estimator"]
@@ -242,10 +242,10 @@ def test_composite_model_with_a_missing_part_is_refused(datadir, device_with_dat
 
 
 def test_gp_with_inconsistent_arrays_is_refused(datadir, device_with_data):
-    from modeling.training.selection import _c
+    from modeling.training.selection import make_candidate
     from modeling.training.train import train_device
 
-    only_gp = [_c("extended", "gp", n_restarts=0)]
+    only_gp = [make_candidate("extended", "gp", n_restarts=0)]
     version = train_device(datadir, "synth", folds=3, candidates=only_gp, regions=False).version
     doc = json.loads((_folder(datadir, "synth", version) / "models.json").read_text())
     gp = doc["metrics"]["iops"]["scopes"]["global"]["members"][0]["estimator"]["gp"]

@@ -2,7 +2,7 @@
 
 A ladder rung whose lower bound is above the best upper bound of its workload's envelope
 is not evaluated; the envelope read by ``settle`` must come out exactly the same, and
-the one-row twin must pick the same rungs.
+the single-row form (needed_rungs_row) must pick the same rungs.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modeling.one_row import ladder_position, needed_rungs_row
-from modeling.serving.physics import PhysicsLimits, ladder, needed_rungs, settle
+from modeling.serving.physics.ladder import ladder_position, needed_rungs_row
+from modeling.serving.physics.limits import PhysicsLimits
+from modeling.serving.physics.ladder import ladder, needed_rungs, settle
 from modeling.workload import WORKLOAD_FIELDS
 
 QD, NJ = WORKLOAD_FIELDS.index("queue_depth"), WORKLOAD_FIELDS.index("numjobs")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from modeling.training.fit import fit_device_model
-from modeling.training.selection import _c, cv_folds, median_scale, mre_scale, select
+from modeling.training.selection import make_candidate, cv_folds, median_scale, mre_scale, select
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import fast_candidates, synthetic_rows
 
@@ -34,7 +34,7 @@ def test_select_unbiased_uses_the_median_multiplier():
     rows = synthetic_rows(noise=0.3, seed=4, grid=REFERENCE_GRID)
     w, y = workload_matrix(rows), rows["iops"].to_numpy(float)
     splits = cv_folds(np.arange(len(w)), 3)
-    stump = [_c("extended", "cart", max_depth=2)]
+    stump = [make_candidate("extended", "cart", max_depth=2)]
     sel = select(w, y, splits, stump, None, blend=False, tune=False, unbiased=True)
     raw = sel.oof / sel.scale
     assert sel.scale == median_scale(raw, y)

@@ -6,7 +6,7 @@ import numpy as np
 
 from modeling.training.selection import (
     HEAD,
-    _c,
+    make_candidate,
     cv_folds,
     default_candidates,
     for_metric,
@@ -25,18 +25,18 @@ def _data():
 
 def test_a_clearly_better_challenger_wins_and_a_noisy_one_does_not():
     w, y, splits = _data()
-    stump = _c("extended", "cart", max_depth=1)
-    strong = _c("extended", "xgboost", n_estimators=60, max_depth=4, learning_rate=0.3)
+    stump = make_candidate("extended", "cart", max_depth=1)
+    strong = make_candidate("extended", "xgboost", n_estimators=60, max_depth=4, learning_rate=0.3)
     assert select(w, y, splits, [stump, strong], None, blend=False, tune=False).best == [strong]
     # the same model with another seed is "better" or "worse" only by noise
-    twin_a = _c("extended", "extra_trees", n_estimators=5, random_state=0)
-    twin_b = _c("extended", "extra_trees", n_estimators=5, random_state=1)
+    twin_a = make_candidate("extended", "extra_trees", n_estimators=5, random_state=0)
+    twin_b = make_candidate("extended", "extra_trees", n_estimators=5, random_state=1)
     assert select(w, y, splits, [twin_a, twin_b], None, blend=False, tune=False).best == [twin_a]
 
 
 def test_tuning_steps_and_budget():
     w, y, splits = _data()
-    start = _c("extended", "cart", min_samples_leaf=3, loss="relative")
+    start = make_candidate("extended", "cart", min_samples_leaf=3, loss="relative")
     assert {c.kwargs["min_samples_leaf"] for c in neighbours(start)} == {1, 5}
     tuned = select(w, y, splits, [start], None, blend=False)
     assert len(tuned.scores) == 1 + len(neighbours(start))  # every step was scored

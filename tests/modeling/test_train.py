@@ -112,12 +112,12 @@ def test_a_law_the_data_breaks_must_earn_its_place():
 
 def test_repeats_are_reduced_to_their_median_so_a_stall_moves_nothing():
     """One run in three delivers a twentieth of the rate: the model follows the other two."""
-    from modeling.training.selection import _c
+    from modeling.training.selection import make_candidate
 
     rows = synthetic_rows(noise=0.0, repeats=3, seed=1)
     stalled = rows.index[::3][::4]  # every fourth workload's first run
     rows.loc[stalled, ["iops", "bandwidth_mib_s"]] /= 20
-    cart = [_c("extended", "cart", min_samples_leaf=1)]
+    cart = [make_candidate("extended", "cart", min_samples_leaf=1)]
     model, summary = fit_device_model(rows, folds=3, candidates=cart, regions=False, physics=False)
     assert summary["n_rows"] == 3 * summary["n_workloads"]
     clean = synthetic_rows(noise=0.0, seed=1)

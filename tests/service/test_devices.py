@@ -31,6 +31,7 @@ def test_list_devices(api: TestClient, trained: DataDir) -> None:
                 "class": "ssd",
                 "created_at": body["devices"][0]["created_at"],
                 "active_model_version": active.version,
+                "derived": None,
             }
         ],
         "count": 1,

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from modeling.store import DataDir
 from tests.service.utils import DEVICE, assert_error
+from tests.service.utils import wait_ready as _ready
 
 WORKLOAD = {"write_ratio": 0.0, "queue_depth": 4, "request_size": 4096, "randomness": 1.0}
-
-
-def _ready(client: TestClient) -> Any:
-    deadline = time.monotonic() + 10
-    while True:
-        r = client.get("/readyz")
-        if r.status_code == 200 or r.json()["errors"] or time.monotonic() > deadline:
-            return r
-        time.sleep(0.02)
 
 
 def test_healthz(client: TestClient) -> None:

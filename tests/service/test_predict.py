@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from modeling.serving.registry import ModelRegistry
+from modeling.serving.metric_models import MetricSpec
 from modeling.store import DataDir
 from modeling.workload import REGION_NAMES, SERVED_METRICS, Workload
 from service.api.routes.predict import _BATCH, _parse, workload_columns
@@ -308,16 +307,15 @@ def test_batch_rows_name_extended_fields_in_some_rows_only(api: TestClient) -> N
     assert by_cols.json() == by_rows.json()
 
 
-def test_scopes_of_a_big_batch_are_those_of_its_rows(trained: DataDir) -> None:
+def test_scopes_of_a_big_batch_are_those_of_its_rows() -> None:
     # past 256 rows the regions present are found by counting codes, below by a set of ints
-    model = ModelRegistry(trained).load(DEVICE)
-    base = SimpleNamespace(mode="direct", scopes={}, auto_regions={REGION_NAMES[1], REGION_NAMES[6]})
+    base = MetricSpec("iops", "direct", {}, auto_regions=frozenset({REGION_NAMES[1], REGION_NAMES[6]}))
     codes = np.random.default_rng(3).choice([0, 1, 3, 6], size=300)
     for n in (300, 200):  # the counting and the set path
-        got = model._scope_rows(base, codes[:n], "auto", "iops")
+        got = base.scope_rows(codes[:n], "auto", DEVICE, "iops")
         assert set(got) == {"global", REGION_NAMES[1], REGION_NAMES[6]}
         for scope, code in ((REGION_NAMES[1], 1), (REGION_NAMES[6], 6)):
             assert got[scope].tolist() == np.flatnonzero(codes[:n] == code).tolist()
         assert got["global"].tolist() == np.flatnonzero(np.isin(codes[:n], [0, 3])).tolist()
-    only = model._scope_rows(base, np.full(300, 3), "auto", "iops")
+    only = base.scope_rows(np.full(300, 3), "auto", DEVICE, "iops")
     assert list(only) == ["global"] and only["global"] == slice(0, 300)

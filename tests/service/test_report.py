@@ -19,7 +19,8 @@ def test_report_is_html_with_embedded_plots(api: TestClient, trained: DataDir) -
     assert response.headers["content-type"].startswith("text/html")
     html = response.text
     assert html.startswith("<!doctype html>") and f"ssdpredict report: {DEVICE} vs other" in html
-    assert html.count('src="data:image/png;base64,') == 7
+    assert html.count('src="data:image/png;base64,') == 8  # with the capacity section's
+    assert '<section id="capacity">' in html
     assert "RND4K Q32T16" in html and "://" not in html
 
 

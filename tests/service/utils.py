@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,13 @@ def assert_error(response: Any, status: int, code: str | None = None) -> dict[st
     if code is not None:
         assert body["error"]["code"] == code, body
     return body["error"]
+
+
+def wait_ready(client: Any, seconds: float = 10) -> Any:
+    """``GET /readyz`` until the background preload is done (200) or names an error, or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
+        r = client.get("/readyz")
+        if r.status_code == 200 or r.json()["errors"] or time.monotonic() > deadline:
+            return r
+        time.sleep(0.02)

@@ -57,6 +57,18 @@ CASES = {
     "iolog-v3-huge-time": ("fio", "fio version 3 iolog\n0 /dev/sdb read 0 4096\n"
                            f"{HUGE} /dev/sdb read 0 4096\n", "line 3: timestamp"),
     "generic-latency-abc": ("csv", GENERIC.format(row="0.1,read,0,4096,abc"), "line 3"),
+    # one rule for every non-finite value (issue 25, item 5): NaN is refused like inf
+    "generic-nan-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,nan"),
+                            "line 3: latency_us nan is not"),
+    "generic-NaN-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,NaN"),
+                            "line 3: latency_us NaN is not"),
+    "generic-inf-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,inf"), "line 3: latency"),
+    "generic-nan-complete": ("csv", "timestamp_s,op,offset,size,complete_s\n0.0,read,0,4096,nan\n",
+                             "line 2: complete_s nan is not"),
+    "generic-NA-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,NA"), "line 3"),
+    "msr-nan-response": ("msr", MSR_ROW.format(size=4096, rt="nan") + "\n",
+                         "line 1: response_time nan is not"),
+    "spc-nan-time": ("spc", "0,8,4096,r,nan\n", "line 1: timestamp nan is not"),
     "generic-negative-latency": ("csv", GENERIC.format(row="0.1,read,0,4096,-7"), "line 3: latency"),
     "generic-fractional-offset": ("csv", GENERIC.format(row="0.1,read,0.5,4096,7"), "line 3: offset"),
     "generic-unknown-op-after-blank": (

@@ -38,9 +38,10 @@ def _msr_512(path: Path, n: int = 400) -> Path:
 def test_remap_aligns_to_the_block_size() -> None:
     off, size = np.array([512, 1536, 4097]), np.array([512, 1024, 3000])
     c = TraceChunk.build(np.arange(3.0), np.zeros(3, bool), off, size)
-    out = remap(c, 16 * MIB, 4096)
+    out, fit = remap(c, 16 * MIB, 4096)
     assert (out.offset % 4096 == 0).all() and (out.size == 4096).all()
-    assert (remap(c, 16 * MIB).offset % 512 == 0).all()
+    assert (fit.resized, fit.bytes_added) == (3, 4096 * 3 - 4536)
+    assert (remap(c, 16 * MIB)[0].offset % 512 == 0).all()
 
 
 @pytest.mark.parametrize("kind", ["zram", "loop"])

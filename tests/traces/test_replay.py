@@ -29,7 +29,8 @@ def _trace(tmp_path: Path, n: int = 300, span_s: float = 1.5) -> Path:
 
 
 def test_iolog_is_v3_remapped_and_aligned(tmp_path: Path) -> None:
-    c = remap(load_requests(open_trace(_trace(tmp_path))), 16 << 20)
+    c, fit = remap(load_requests(open_trace(_trace(tmp_path))), 16 << 20)
+    assert fit.resized == 0 and fit.wrapped > 0
     write_iolog(c, "/x/target", tmp_path / "log")
     lines = (tmp_path / "log").read_text().splitlines()
     assert lines[0] == "fio version 3 iolog" and lines[1] == "0 /x/target add"

@@ -2,23 +2,27 @@
 
 Each target names a latency statistic the open-loop method predicts (``mean`` or ``p99``),
 a comparison (``<=`` or ``<``, read the same: a predicted latency is never exactly on the
-line) and a duration with a unit (``ns``, ``us``, ``ms``, ``s``; a bare number is
-microseconds, the unit of every latency column).  A statistic named twice is refused:
+line) and a duration in the one grammar of :mod:`modeling.units` (``200us``, ``1ms``,
+``2s``).  The unit is required: a bare number means seconds to that grammar and
+microseconds to every latency column, and a target must not depend on which one a reader
+assumed.  A statistic named twice is refused:
 which of the two limits was meant is not for the code to guess.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 from modeling.errors import InvalidInput
+from modeling.units import UnitError, parse_duration_us
 
 STATISTICS = {"mean": "pred_latency_mean_us", "p99": "pred_latency_p99_us"}
 """The statistics a target may name, and the open-loop prediction column of each."""
 
-_UNITS_US = {"ns": 1e-3, "us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6}
-_TARGET = re.compile(r"^\s*([a-z0-9]+)\s*(<=|<)\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-zµ]*)\s*$")
+_TARGET = re.compile(r"^\s*([a-z0-9]+)\s*(<=|<)\s*(\S.*?)\s*$")
+_BARE_NUMBER = re.compile(r"^[0-9.]+$")
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,15 @@ class Slo:
         return ",".join(str(t) for t in self.targets)
 
 
-def format_us(value_us: float) -> str:
-    """A latency in the largest unit that keeps it at least 1 (``1ms``, ``200us``, ``1.5s``)."""
-    for unit, scale in (("s", 1e6), ("ms", 1e3), ("us", 1.0)):
+def format_us(value_us: float, digits: int = 6) -> str:
+    """A latency in the largest unit that keeps it at least 1 (``1ms``, ``200us``, ``1.5s``), to
+    ``digits`` significant digits (6, the default, reads back exactly as a target's limit)."""
+    if not math.isfinite(value_us):
+        return "unbounded"
+    for unit, scale in (("s", 1e6), ("ms", 1e3)):
         if value_us >= scale:
-            return f"{value_us / scale:g}{unit}"
-    return f"{value_us * 1e3:g}ns"
+            return f"{value_us / scale:.{digits}g}{unit}"
+    return f"{value_us:.{digits}g}us"
 
 
 def parse_target(text: str) -> Target:
@@ -61,15 +68,18 @@ def parse_target(text: str) -> Target:
     if not m:
         raise InvalidInput(f"not a latency target: {text.strip()!r} (use e.g. p99<=1ms or mean<=200us)",
                            details={"field": "slo"})
-    stat, _, number, unit = m.groups()
+    stat, _, duration = m.groups()
     if stat not in STATISTICS:
         known = " and ".join(STATISTICS)
         raise InvalidInput(f"cannot target {stat!r}: the open-loop method predicts {known}",
                            details={"field": "slo"})
-    if unit and unit not in _UNITS_US:
-        raise InvalidInput(f"unknown time unit {unit!r} in {text.strip()!r}; use ns, us, ms or s",
+    if _BARE_NUMBER.match(duration):
+        raise InvalidInput(f"give the limit a unit in {text.strip()!r}: e.g. {duration}us or {duration}ms",
                            details={"field": "slo"})
-    limit = float(number) * _UNITS_US[unit or "us"]
+    try:
+        limit = parse_duration_us(duration)
+    except UnitError as exc:
+        raise InvalidInput(f"{exc} in the target {text.strip()!r}", details={"field": "slo"}) from None
     if not limit > 0:
         raise InvalidInput(f"a latency target must be positive: {text.strip()!r}", details={"field": "slo"})
     return Target(stat, limit)

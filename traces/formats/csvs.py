@@ -24,7 +24,7 @@ import pandas as pd
 
 from modeling.errors import TraceFormatError
 from traces.formats.fields import Locate, float_field, int_field, lines_locator, request_chunk
-from traces.formats.text import iter_blocks
+from traces.formats.text import iter_blocks, read_line
 from traces.chunks import SECTOR, LatencySource, Trace, TraceChunk, TraceInfo
 
 MSR_COLUMNS = ("timestamp", "hostname", "disk", "type", "offset", "size", "response_time")
@@ -59,6 +59,9 @@ def _frame(
             index_col=False,
             on_bad_lines="error",
             engine="c",
+            # only an empty field is missing: "NaN", "NA" or "null" is a value, and refused
+            keep_default_na=False,
+            na_values=[""],
         )
     except (pd.errors.ParserError, ValueError) as exc:
         raise TraceFormatError(f"{path}: lines {first_line}+: not valid {what}: {exc}") from exc
@@ -68,12 +71,26 @@ def _frame(
         if col in optional:
             bad = bad & (df[col].fillna("").str.strip().to_numpy(dtype=str) != "")
         if bad.any():
-            where = lines_locator(block, first_line)(int(np.argmax(bad)))
+            i = int(np.argmax(bad))
+            where = lines_locator(block, first_line)(i)
+            text = df[col].iloc[i]
+            if isinstance(text, str) and _is_nan(text):
+                # one rule with inf and negative values: a number that is not finite is refused
+                raise TraceFormatError(
+                    f"{path}: {where}: {col} {text.strip()} is not a finite, non-negative number"
+                )
             raise TraceFormatError(
                 f"{path}: {where}: not valid {what}: bad or missing {col!r} (truncated or corrupt?)"
             )
         df[col] = values
     return df
+
+
+def _is_nan(text: str) -> bool:
+    try:
+        return bool(np.isnan(float(text)))
+    except ValueError:
+        return False
 
 
 def _ops(series: pd.Series, locate: Locate, path: Path, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +191,7 @@ def _spc(path: Path) -> Iterator[TraceChunk]:
 def generic_header(path: Path) -> list[str]:
     """The column names of a generic CSV; raises if a required one is missing."""
     with open(path, "rb") as fh:
-        header = fh.readline().decode("utf-8", "replace").strip()
+        header = read_line(fh, path, 1).decode("utf-8", "replace").strip()
     names = [n.strip().lower() for n in header.split(",")]
     missing = [c for c in GENERIC_REQUIRED if c not in names]
     if missing:

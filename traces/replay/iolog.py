@@ -2,7 +2,8 @@
 
 The trace's requests are remapped into the target (``offset mod usable size``, aligned
 down to the target's logical block size -- 4 KiB on zram -- and to 4096 bytes when all
-the trace's sizes allow it, else 512; sizes rounded up to the same alignment) and dealt
+the trace's sizes allow it; sizes the target cannot take rounded up to its logical block
+size, or refused, and always counted: :func:`remap`, :class:`Fit`) and dealt
 round-robin to *lanes*, one fio job each, replaying its own iolog version 3 (timestamps in
 microseconds, divided by ``speed``) with ``direct=1`` and the synchronous ``psync``
 engine, logging every I/O (``write_lat_log`` + ``log_offset``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -82,20 +84,99 @@ def max_outstanding(c: TraceChunk) -> int | None:
     return int(np.cumsum(step[order]).max())
 
 
-def remap(c: TraceChunk, target_size: int, block: int = 512) -> TraceChunk:
-    """Fit offsets into the target (offset mod usable size), aligned to at least ``block``.
+RESIZE_RULES = ("round-up", "refuse")
 
-    Sizes are rounded up to the alignment: direct I/O on a device with 4 KiB logical
-    sectors (zram) refuses anything smaller ("Invalid argument").
+
+@dataclass(frozen=True)
+class Fit:
+    """What fitting a trace into a target changed, counted so that a replay is never silently another trace.
+
+    ``resized``: requests whose size is not a multiple of the target's logical block size,
+    rounded up (``bytes_added`` in all); ``dropped``: requests larger than the target, left
+    out; ``realigned``: offsets moved down to the alignment; ``wrapped``: offsets at or
+    beyond the target's usable size, taken modulo it (the bytes are the same, the place is not).
     """
-    size = ((c.size + 511) // 512) * 512
+
+    block: int
+    align: int
+    requests: int
+    trace_bytes: int
+    replayed_bytes: int
+    resized: int = 0
+    bytes_added: int = 0
+    dropped: int = 0
+    dropped_bytes: int = 0
+    realigned: int = 0
+    wrapped: int = 0
+    # the trace's own size of each replayed request (bytes; not in the JSON form)
+    trace_size: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+
+    def warnings(self) -> list[str]:
+        """One line per change, with counts and bytes (none when the trace replays as it is)."""
+        out = []
+        if self.resized:
+            out.append(
+                f"{self.resized} of {self.requests} requests are not a multiple of the target's "
+                f"{self.block}-byte blocks and were rounded up: {self.bytes_added} bytes added "
+                f"({self.bytes_added / max(self.trace_bytes, 1) * 100:.1f} % of the trace's "
+                f"{self.trace_bytes} bytes); `--resize refuse` refuses instead"
+            )
+        if self.dropped:
+            out.append(
+                f"{self.dropped} request(s) larger than the target ({self.dropped_bytes} bytes) left out"
+            )
+        if self.realigned:
+            out.append(f"{self.realigned} request offset(s) aligned down to {self.align} bytes")
+        if self.wrapped:
+            out.append(
+                f"{self.wrapped} request offset(s) beyond the target's size taken modulo it "
+                "(same bytes, other places)"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, int]:
+        """JSON-ready form."""
+        return {k: v for k, v in asdict(self).items() if k != "trace_size"}
+
+
+def remap(
+    c: TraceChunk, target_size: int, block: int = 512, resize: str = "round-up"
+) -> tuple[TraceChunk, Fit]:
+    """Fit the requests into the target: the remapped requests and what that changed (:class:`Fit`).
+
+    Offsets are taken modulo the usable size and aligned down to at least ``block`` (4096
+    when every size is a multiple of it).  Sizes the target cannot take (not a multiple of
+    its logical block size ``block``: direct I/O on a device with 4 KiB logical sectors,
+    such as zram, refuses them with "Invalid argument") are rounded up under
+    ``resize="round-up"`` and refused (:class:`~modeling.errors.InvalidInput`) under
+    ``"refuse"``, as are requests larger than the target.
+    """
+    if resize not in RESIZE_RULES:
+        raise InvalidInput(f"unknown resize rule {resize!r}; use one of {', '.join(RESIZE_RULES)}")
+    block = max(int(block), 512)
+    n, trace_bytes = len(c), int(c.size.sum())
+    size = (c.size + block - 1) // block * block
     align = max(block, 4096 if not np.any(size % 4096) else 512)
-    size = (size + align - 1) // align * align
+    grown = size != c.size
     keep = size <= target_size
-    c, size = c.take(keep), size[keep]
-    usable = max(target_size - int(size.max()), align)
+    dropped, dropped_bytes = int((~keep).sum()), int(c.size[~keep].sum())
+    if resize == "refuse" and (grown.any() or dropped):
+        raise InvalidInput(
+            f"{int(grown.sum())} of {n} requests are not a multiple of the target's {block}-byte blocks "
+            f"({int((size - c.size)[grown].sum())} bytes short) and {dropped} are larger than the target: "
+            "refused (`--resize round-up` rounds them up, with a warning)"
+        )
+    c, size, grown = c.take(keep), size[keep], grown[keep]
+    usable = max(target_size - int(size.max()), align) if len(size) else align
+    wrapped = c.offset >= usable
     off = (c.offset % usable) // align * align
-    return TraceChunk(c.time_s, c.is_write, off, size, c.latency_s)
+    fit = Fit(
+        block=block, align=align, requests=n, trace_bytes=trace_bytes, replayed_bytes=int(size.sum()),
+        resized=int(grown.sum()), bytes_added=int((size - c.size)[grown].sum()), dropped=dropped,
+        dropped_bytes=dropped_bytes, realigned=int(((c.offset % usable) % align != 0).sum()),
+        wrapped=int(wrapped.sum()), trace_size=c.size.astype(np.float64),
+    )
+    return TraceChunk(c.time_s, c.is_write, off, size, c.latency_s), fit
 
 
 def write_iolog(

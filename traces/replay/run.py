@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.devices.reference import logical_block_size
+from collectors.devices.throttle import cgroup_for
 from collectors.fio.runner import fio_binary, run_guarded
 from modeling.errors import FioError, InvalidInput, NoData
 from modeling.store.catalog import Catalog
@@ -50,7 +51,7 @@ from traces.chunks import TraceChunk
 from traces.formats.reader import open_trace
 from traces.replay.clock import LEAD_OUT_US, MAX_SLIP_US, calibration_prefix, lane_slip
 from traces.replay.iolog import (
-    DEFAULT_SIZE, SHIFT_US, load_requests, max_outstanding, prepare_target, remap, write_iolog,
+    DEFAULT_SIZE, SHIFT_US, Fit, load_requests, max_outstanding, prepare_target, remap, write_iolog,
 )
 from traces.replay.windows import DRIFT_WARN, issue_times, lane_waits, read_lat_log, replay_windows
 
@@ -80,6 +81,8 @@ class ReplayResult:
     # taken off each gap of the lanes' iologs, and what the lanes still slipped (us per entry)
     slip_us: float = 0.0
     residual_slip_us: float = float("nan")
+    # what fitting the trace into the target changed (sizes rounded up, offsets moved)
+    fit: Fit | None = None
 
     def rewindow(self, window_s: float) -> pd.DataFrame:
         """The replay's per-window measurements with windows of ``window_s`` (same completions)."""
@@ -101,6 +104,7 @@ class ReplayResult:
             "rate_drift": self.drift,
             "slip_compensation_us": self.slip_us,
             "residual_slip_us": self.residual_slip_us if np.isfinite(self.residual_slip_us) else None,
+            "fit": self.fit.to_dict() if self.fit is not None else None,
             "warnings": self.warnings,
             "windows": self.windows.to_dict(orient="records"),
         }
@@ -117,12 +121,12 @@ def _fio_command(job_file: Path, fio: str | None = None) -> tuple[list[str], str
     )
 
 
-def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None) -> list[str]:
+def _run_replay_fio(job: str, tmp: Path, timeout: float, fio: str | None, cgroup: Path | None) -> list[str]:
     job_file = tmp / "replay.fio"
     job_file.write_text(job)
     cmd, why = _fio_command(job_file, fio)
     # under the sweep's guard: a killed replay (even by kill -9) takes fio and its lanes with it
-    returncode, stdout, stderr = run_guarded(cmd, timeout=timeout)
+    returncode, stdout, stderr = run_guarded(cmd, timeout=timeout, cgroup=cgroup)
     if returncode != 0:
         message = (stderr.strip() or stdout.strip()).splitlines()
         raise FioError(f"fio failed: {'; '.join(message[-3:]) or f'exit status {returncode}'}")
@@ -148,7 +152,8 @@ def _run_lanes(
             f"[{tag}{lane}]\nread_iolog={log}\nioengine=psync\ndirect=1\n"
             f"write_lat_log={tmp / f'{tag}{lane}'}\nlog_offset=1\n"
         )
-    warnings = _run_replay_fio(job, tmp, timeout, fio)
+    # in a throttled reference's cgroup, which caps only its own I/O (collectors/devices/throttle.py)
+    warnings = _run_replay_fio(job, tmp, timeout, fio, cgroup_for(target))
     parts = []
     for lane in range(lanes):
         logs = sorted(tmp.glob(f"{tag}{lane}_lat.*.log"))
@@ -188,6 +193,14 @@ def _calibrate_slip(c: TraceChunk, lanes: int, speed: float, run: Any) -> tuple[
     return float(min(max(measured, 0.0), MAX_SLIP_US)), warnings
 
 
+def check_resize(trace_path: str | Path, target: str, *, fmt: str = "auto", resize: str = "round-up",
+                 max_requests: int | None = None) -> None:
+    """Refuse (InvalidInput), before any side effect, a trace that the ``resize`` rule refuses."""
+    if resize != "round-up":
+        requests = load_requests(open_trace(trace_path, fmt), max_requests)
+        remap(requests, 1 << 62, logical_block_size(target), resize)
+
+
 def replay(
     trace_path: str | Path,
     target: str,
@@ -203,6 +216,7 @@ def replay(
     fio: str | None = None,
     catalog: Catalog | None = None,
     slip_us: float | None = None,
+    resize: str = "round-up",
 ) -> ReplayResult:
     """Replay a trace on ``target`` with fio (``fio``: the binary, default fio on PATH).
 
@@ -210,6 +224,8 @@ def replay(
     target created here as one (see :func:`collectors.targets.claim_target`).
     ``slip_us`` is taken off every positive gap of the lanes' iologs; None measures it
     first with a short calibration replay of the trace's start (:mod:`traces.replay.clock`).
+    ``resize``: what to do with requests the target cannot take (:func:`traces.replay.iolog.remap`);
+    whatever was changed is counted in ``fit`` and warned about.
     """
     if not 0.01 <= speed <= 100:
         raise InvalidInput("speed must be between 0.01 and 100")
@@ -217,10 +233,13 @@ def replay(
         raise InvalidInput(f"lanes must be between 1 and {MAX_LANES}")
     if slip_us is not None and not 0 <= slip_us <= MAX_SLIP_US:
         raise InvalidInput(f"slip_us must be between 0 and {MAX_SLIP_US:g}")
-    trace = open_trace(trace_path, fmt)
+    requests = load_requests(open_trace(trace_path, fmt), max_requests)
+    block = logical_block_size(target)
+    remap(requests, 1 << 62, block, resize)  # a refusal comes before the target is created or claimed
     target_size, warnings = prepare_target(target, destroy_data, size, catalog)
-    align = max(logical_block_size(target), 4096)
-    c = remap(load_requests(trace, max_requests), target_size, logical_block_size(target))
+    align = max(block, 4096)
+    c, fit = remap(requests, target_size, block, resize)
+    warnings += fit.warnings()
     n = len(c)
     if lanes is None:
         depth = max_outstanding(c)
@@ -240,6 +259,7 @@ def replay(
     lane_of = lat["index"].to_numpy() % lanes
     lat_s = lat["lat_ns"].to_numpy(np.float64) / 1e9
     lat["lane_wait_us"] = lane_waits(lat_s, trace_time, lane_of, speed) * 1e6
+    lat["trace_bs"] = fit.trace_size[lat["index"].to_numpy()]
     windows = replay_windows(lat, trace_time, window_s, speed)
     issue_s = issue_times(lat)
     span = float(c.time_s[-1] - c.time_s[0])
@@ -263,5 +283,6 @@ def replay(
         )
     return ReplayResult(
         target, n, speed, lanes, trace_rate, replay_rate, drift, windows, warnings, lat, trace_time,
-        slip_us=float(slip_us), residual_slip_us=_measured_slip(lat, c, lanes, speed),
+        slip_us=float(slip_us), residual_slip_us=_measured_slip(lat, c, lanes, speed), fit=fit,
     )
+

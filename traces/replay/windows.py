@@ -20,7 +20,9 @@ against 17-29 us of I/O time in the later windows.
 The replay's rate is counted over each window's own span: ``window_drift`` is the
 replay's issue rate over the trace's within the window (the least-squares slope of issue
 time on trace time, over all the window's requests, :func:`_rate_drift`) minus 1, and the
-served IOPS and bandwidth are the trace's offered ones times ``1 + window_drift``.  Windows with fewer than
+served IOPS and bandwidth are the trace's offered ones times ``1 + window_drift``; the
+bandwidth counts the bytes replayed (``replayed_bytes``), which differ from the trace's
+own (``trace_bytes``) where sizes the target cannot take were rounded up.  Windows with fewer than
 :data:`MIN_SPAN_REQUESTS` requests, or whose slope's standard error exceeds
 :data:`DRIFT_RESOLUTION`, have no drift: fio's log has millisecond timestamps, and the
 lanes' start times differ by a few milliseconds (each lane's iolog clock starts with its
@@ -89,6 +91,8 @@ def replay_windows(
     wait_us = log["lane_wait_us"].to_numpy(np.float64) if "lane_wait_us" in log else np.zeros(len(log))
     wid = np.floor(trace_time_s / window_s).astype(np.int64)
     size = log["bs"].to_numpy(np.float64)
+    # the trace's own sizes, where the replay had to round some up (traces.replay.iolog.Fit)
+    trace_size = log["trace_bs"].to_numpy(np.float64) if "trace_bs" in log else size
     t_last = float(trace_time_s.max())
     rows = []
     for k in np.unique(wid):
@@ -128,6 +132,8 @@ def replay_windows(
                 "measured_saturated": saturated,
                 "iops": n / dur * served,
                 "bandwidth_mib_s": size[sel].sum() / dur / MIB * served,
+                "replayed_bytes": int(size[sel].sum()),
+                "trace_bytes": int(trace_size[sel].sum()),
                 "latency_mean_us": float(lat.mean()),
                 "latency_p99_us": float(lat[int(np.ceil(0.99 * len(lat))) - 1]),
             }

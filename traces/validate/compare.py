@@ -9,7 +9,11 @@ What is compared, per window:
 * latency, mean and p99: predicted against measured (the replay's per-I/O latency);
 * IOPS and bandwidth *served*: the device's predicted service (the offered load unless
   the window is saturated) against the replay's served rate, counted over the window's
-  own replay span; never the model's capacity against the offered load;
+  own replay span; never the model's capacity against the offered load.  Bandwidth is
+  compared in the bytes the replay issued (sizes the target could not take were rounded
+  up, :class:`traces.replay.iolog.Fit`); the prediction at the trace's own sizes is kept
+  beside it (``pred_bandwidth_trace_mib_s``, error ``bandwidth_mib_s_at_trace_sizes``) and
+  the summary's ``replayed_bytes`` gives both totals;
 * saturation: the predicted flag against the replay falling behind the trace.
 
 Windows with too few requests (``too_short``) are left out of every error, and so are the
@@ -75,8 +79,10 @@ def compare(
     df = prediction.windows.reset_index(drop=True)
     errors: dict[str, Any] = {}
     saturation: dict[str, Any] | None = None
+    resized: dict[str, Any] | None = None
     if measured is not None:
         df = df.merge(measured, on="window_start_s", how="left")
+        resized = _replayed_bandwidth(df)
         counted = ~df["too_short"].to_numpy(bool)
         limited = np.zeros(len(df), dtype=bool)
         if "replay_limited" in df:
@@ -99,6 +105,13 @@ def compare(
             err[~np.isfinite(err) | ~mine] = np.nan
             df[f"{m}_rel_error"] = err
             errors[m] = {**_mre(err, mine), "unsaturated": _mre(err, unsat & mine)}
+        if resized is not None:
+            # the old comparison, beside: the prediction at the trace's own sizes against what was replayed
+            meas = pd.to_numeric(df["bandwidth_mib_s"], errors="coerce").to_numpy(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                err = np.abs(df["pred_bandwidth_trace_mib_s"].to_numpy(np.float64) - meas) / meas
+            err[~np.isfinite(err) | ~keep] = np.nan
+            errors["bandwidth_mib_s_at_trace_sizes"] = {**_mre(err, keep), "unsaturated": _mre(err, unsat)}
         if "measured_saturated" in df:
             known = df["measured_saturated"].notna().to_numpy() & counted
             meas_sat = df["measured_saturated"][known].astype(bool).to_numpy()
@@ -118,7 +131,34 @@ def compare(
         "errors": errors,
         "saturation": saturation,
     }
+    if measured is not None and resized is not None:
+        summary["replayed_bytes"] = resized
     return df, summary
+
+
+def _replayed_bandwidth(df: pd.DataFrame) -> dict[str, Any] | None:
+    """Scale the predicted bandwidth to the bytes the replay issued; the trace's own beside it.
+
+    A replay that rounded sizes up (:class:`traces.replay.iolog.Fit`) moved more bytes than
+    the trace offered: its bandwidth is compared with the prediction for those bytes, and the
+    prediction at the trace's sizes is kept as ``pred_bandwidth_trace_mib_s``.  None when the
+    measurements carry no byte counts (the trace's own latency, not a replay).
+    """
+    if not {"replayed_bytes", "trace_bytes", "pred_bandwidth_mib_s"} <= set(df.columns):
+        return None
+    replayed = pd.to_numeric(df["replayed_bytes"], errors="coerce").to_numpy(np.float64)
+    offered = pd.to_numeric(df["trace_bytes"], errors="coerce").to_numpy(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(offered > 0, replayed / offered, 1.0)
+    ratio[~np.isfinite(ratio)] = 1.0
+    df["pred_bandwidth_trace_mib_s"] = df["pred_bandwidth_mib_s"]
+    df["pred_bandwidth_mib_s"] = df["pred_bandwidth_mib_s"].to_numpy(np.float64) * ratio
+    total_r, total_t = float(np.nansum(replayed)), float(np.nansum(offered))
+    return {
+        "trace": int(total_t),
+        "replayed": int(total_r),
+        "added_fraction": total_r / total_t - 1 if total_t > 0 else None,
+    }
 
 
 def trace_measurements(char: Characterization) -> pd.DataFrame | None:
@@ -146,10 +186,12 @@ def validate_trace(
     method: str = "open-loop",
     fio: str | None = None,
     device_check: bool = True,
+    resize: str = "round-up",
 ) -> ValidationReport:
     """Predict every window of a trace on ``device`` and compare with measurements.
 
     ``device_check`` (with a ``target``): probe the target at the trace's mix first.
+    ``resize``: the replay's rule for sizes the target cannot take (:func:`traces.replay.iolog.remap`).
     """
     registry = registry or ModelRegistry(datadir)  # one cache: the device check reuses the model
     prediction, char = predict_trace(
@@ -165,8 +207,9 @@ def validate_trace(
                 "validation with a replay target needs time windows (--window), not --window-requests"
             )
         from traces.replay.iolog import DEFAULT_SIZE, prepare_target
-        from traces.replay.run import replay
+        from traces.replay.run import check_resize, replay
 
+        check_resize(path, target, fmt=fmt, resize=resize)  # before the device check claims the target
         if device_check:
             # claimed (a file target created or grown) as the replay would, so the probe reads real data
             prepare_target(target, destroy_data, DEFAULT_SIZE, datadir.catalog)
@@ -175,7 +218,7 @@ def validate_trace(
             warnings += [note] if note else []
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
-            fio=fio, catalog=datadir.catalog,
+            fio=fio, catalog=datadir.catalog, resize=resize,
         )
         measured = result.windows
         replay_info = {k: v for k, v in result.to_dict().items() if k != "windows"}
@@ -203,11 +246,13 @@ def _device_check(datadir: DataDir, device: str, model: Any, char: Characterizat
     from modeling.store.open_loop_rows import swept_mixes
     from traces.validate.device_check import check_device, probe_mix
 
-    ratios, sizes = swept_mixes(datadir.catalog.measurements(device))
+    stored = datadir.catalog.measurements(device)
+    ratios, sizes = swept_mixes(stored)
     if not ratios:
         return None, "device check skipped: the device has no stored closed-loop sweep to take its mix from"
     wr, size = probe_mix(char.windows, ratios, sizes)
-    check = check_device(model, target, wr, size, destroy_data=destroy_data, catalog=datadir.catalog, fio=fio)
+    check = check_device(model, target, wr, size, destroy_data=destroy_data, catalog=datadir.catalog, fio=fio,
+                         stored=stored)
     return check.to_dict(), check.warning
 
 

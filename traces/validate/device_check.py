@@ -12,6 +12,15 @@ The mix is a swept one so that the difference is the device's, not the model's b
 points: on the zram reference, 8 KiB reads (swept at 4 and 16 KiB) measured 3.3 us against
 2.3 us predicted (+42 %) while 4 and 16 KiB were within 1 %.
 
+Drift or model error: a probe that differs from the model can mean the device changed or
+the model is wrong at that mix (or was measured with another engine: io_uring's 4 KiB QD1
+was 31-49 us on zram against 4-20 us with psync, and the old check called that drift).
+So the probe runs, where the device has one, the workload of its nearest stored *psync*
+QD1 one-job measurement (same engine, same mix) and is compared with both: probe against
+stored is the device's drift, stored against the model is the model's error, and
+:attr:`DeviceCheck.verdict` says which (``drift``, ``model``, ``both``, ``none``) or
+``unknown`` when nothing of the same engine and mix is stored.
+
 The probe never creates or grows a file: a missing target or a file smaller than the
 probe's span is an error (a validation claims the replay's target first).  A probe with
 writes is refused where a sweep or a replay would be (a user's file, a block device with
@@ -66,6 +75,12 @@ class DeviceCheck:
     p99_diff: float
     iops_diff: float
     note: str
+    # the nearest stored psync QD1 one-job measurement of the probe's workload (NaN: none)
+    stored_mean_us: float = float("nan")
+    stored_sweep: int | None = None
+    drift: float = float("nan")  # measured / stored - 1: the device's
+    model_error: float = float("nan")  # stored / predicted - 1: the model's
+    verdict: str = "unknown"  # drift | model | both | none | unknown
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN becomes None)."""
@@ -74,11 +89,60 @@ class DeviceCheck:
 
     @property
     def warning(self) -> str | None:
-        """The drift warning when the probe's mean latency is more than 10 % off the model's."""
-        if not math.isfinite(self.mean_diff) or abs(self.mean_diff) <= DRIFT_WARN:
+        """What the probe says about the device and the model, when either is more than 10 % off."""
+        if self.verdict == "none" or not math.isfinite(self.mean_diff):
             return None
-        return (f"{self.note}: the device has changed since it was swept; latency errors of that size "
-                "are the device's drift, not the prediction method's")
+        if self.verdict == "unknown":
+            if abs(self.mean_diff) <= DRIFT_WARN:
+                return None
+            return (f"{self.note}; no stored psync measurement of this mix to tell the device's drift "
+                    "from the model's error")
+        stored = (f"{_us(self.stored_mean_us)} us when swept (sweep {self.stored_sweep}, same engine and "
+                  f"mix, {self.drift * 100:+.0f} %)")
+        if self.verdict == "drift":
+            return (f"{self.note}; {stored}: the device has changed since it was swept; latency errors of "
+                    "that size are the device's drift, not the prediction method's")
+        if self.verdict == "model":
+            return (f"{self.note}; {stored}: the device measures as when it was swept, so the difference is "
+                    f"the model's error at this mix ({self.model_error * 100:+.0f} %), not drift")
+        return (f"{self.note}; {stored}: the device has drifted and the model is "
+                f"{self.model_error * 100:+.0f} % off what was swept")
+
+
+def stored_reference(stored: pd.DataFrame | None, write_ratio: float,
+                     request_size: int) -> tuple[Workload, float, int | None] | None:
+    """The nearest stored psync QD1 one-job closed-loop point to a mix: its workload, mean latency, sweep."""
+    if stored is None or stored.empty or "engine" not in stored:
+        return None
+    from modeling.store.open_loop_rows import closed_loop_rows
+
+    rows = closed_loop_rows(stored)
+    nj = rows["numjobs"].fillna(1) if "numjobs" in rows else 1
+    rows = rows[(rows["engine"] == "psync") & (rows["queue_depth"] == 1) & (nj == 1)
+                & (rows["latency_mean_us"] > 0)]
+    if rows.empty:
+        return None
+    dist = (np.abs(rows["write_ratio"].astype(float) - write_ratio)
+            + 0.25 * np.abs(np.log2(rows["request_size"].astype(float) / request_size))
+            + np.abs(rows["randomness"].astype(float) - 1.0))
+    # a mix repeated over sweeps: the newest is the device as last swept
+    same = rows[dist == dist.min()]
+    best = same.iloc[-1] if "sweep_id" not in same else same.sort_values("sweep_id").iloc[-1]
+    fields = {f: best[f] for f in ("write_ratio", "request_size", "randomness", "read_size", "write_size",
+                                   "read_randomness", "write_randomness") if f in best and pd.notna(best[f])}
+    for f in ("request_size", "read_size", "write_size"):
+        if f in fields:
+            fields[f] = int(fields[f])
+    w = Workload(queue_depth=1, numjobs=1, **fields)
+    sweep = int(best["sweep_id"]) if "sweep_id" in best and pd.notna(best["sweep_id"]) else None
+    return w, float(best["latency_mean_us"]), sweep
+
+
+def _verdict(drift: float, model_error: float) -> str:
+    if not math.isfinite(drift):
+        return "unknown"
+    moved, wrong = abs(drift) > DRIFT_WARN, abs(model_error) > DRIFT_WARN
+    return "both" if moved and wrong else "drift" if moved else "model" if wrong else "none"
 
 
 def probe_mix(windows: pd.DataFrame, ratios: Iterable[float], sizes: Iterable[int]) -> tuple[float, int]:
@@ -161,14 +225,18 @@ def _describe(wr: float, size: int) -> str:
 
 def check_device(model: PredictsFrame, target: str, write_ratio: float, request_size: int, *,
                  destroy_data: bool = False, catalog: Catalog | None = None, span: int = SPAN,
-                 runtime_ms: int | None = None, fio: str | None = None) -> DeviceCheck:
+                 runtime_ms: int | None = None, fio: str | None = None,
+                 stored: pd.DataFrame | None = None) -> DeviceCheck:
     """Probe ``target`` at one QD1 random mix and compare with ``model``'s prediction of it.
 
+    With ``stored`` (the device's measurements), the probe runs the nearest stored psync QD1
+    point's workload instead and is compared with that point too (see the module docstring).
     ``runtime_ms`` defaults to :data:`RUNTIME_MS` (read at each call).
     """
     runtime_ms = RUNTIME_MS if runtime_ms is None else runtime_ms
-    w = effective_workload(Workload(write_ratio=write_ratio, request_size=request_size, queue_depth=1,
-                                    numjobs=1, randomness=1.0))
+    ref = stored_reference(stored, write_ratio, request_size)
+    w = effective_workload(ref[0] if ref else Workload(write_ratio=write_ratio, request_size=request_size,
+                                                      queue_depth=1, numjobs=1, randomness=1.0))
     row = measure_probe(target, w, destroy_data=destroy_data, catalog=catalog, span=span,
                         runtime_ms=runtime_ms, fio=fio)
     pred = model.predict_frame(pd.DataFrame([w.as_row()]), metrics=list(METRICS)).iloc[0]
@@ -177,9 +245,14 @@ def check_device(model: PredictsFrame, target: str, write_ratio: float, request_
     diff = [m / p - 1 if p > 0 else float("nan") for m, p in zip(meas, want, strict=True)]
     note = (f"device check: {_describe(w.write_ratio, w.request_size)} measured {_us(meas[0])} us, the model "
             f"says {_us(want[0])} us ({diff[0] * 100:+.0f} %)")
+    stored_us = ref[1] if ref else float("nan")
+    drift = meas[0] / stored_us - 1 if ref else float("nan")
+    model_error = stored_us / want[0] - 1 if ref and want[0] > 0 else float("nan")
     return DeviceCheck(
         target, w.write_ratio, w.request_size, 1, 1, runtime_ms,
         measured_mean_us=meas[0], measured_p99_us=meas[1], measured_iops=meas[2],
         predicted_mean_us=want[0], predicted_p99_us=want[1], predicted_iops=want[2],
         mean_diff=diff[0], p99_diff=diff[1], iops_diff=diff[2], note=note,
+        stored_mean_us=stored_us, stored_sweep=ref[2] if ref else None, drift=drift,
+        model_error=model_error, verdict=_verdict(drift, model_error),
     )

@@ -11,6 +11,7 @@ of one process alike, and the kernel drops them when the holder dies, even by
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import resource
@@ -20,6 +21,7 @@ from types import TracebackType
 from typing import Any
 
 from modeling.errors import DeviceBusy, InvalidInput
+from modeling.store.files.readonly import WRITE_ERRNOS, refused_by
 from modeling.store.records import utcnow
 
 OPERATIONS = ("sweep", "ingest", "train", "delete", "rebuild")
@@ -57,8 +59,12 @@ class DeviceLock:
 
     def acquire(self) -> DeviceLock:
         """Take the lock (see the class); returns ``self``."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            root = next((p.parent for p in self.path.parents if p.name == "locks"), self.path.parent)
+            raise refused_by(root, exc, f"{self.operation} of {self.device}") or exc from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -210,6 +216,28 @@ def job_lock(root: Path, job_id: str, operation: str) -> DeviceLock:
     return DeviceLock(root, job_id, operation, path=job_lock_path(root, job_id), detail=job_id)
 
 
+class TargetLock(DeviceLock):
+    """The lock of one sweep target (a resolved path): two device names on one file or block
+    device would measure each other's I/O, so the second is refused like a busy device."""
+
+    def __init__(self, root: Path, target: str, operation: str, *, device: str,
+                 wait: bool = False, on_wait: Callable[[str], None] | None = None) -> None:
+        digest = hashlib.sha256(target.encode()).hexdigest()[:32]
+        super().__init__(root, device, operation, wait=wait, on_wait=on_wait, detail=device,
+                         path=Path(root) / "locks" / "targets" / f"{digest}.lock")
+        self.target = target
+
+    def _busy(self, fd: int) -> DeviceBusy:
+        holder = _read_holder(fd) or {}
+        who = f"device {holder['detail']!r}" if holder.get("detail") else "another device"
+        return DeviceBusy(
+            f"target {self.target} is busy: {who} is using it ({holder.get('operation', 'a writer')} by "
+            f"PID {holder.get('pid')} since {holder.get('since')}); two devices on one target would "
+            "measure each other's I/O",
+            details={"device": self.device, "target": self.target, **holder},
+        )
+
+
 def job_running(root: Path, job_id: str) -> bool:
     """Whether some process holds the job's lock (:func:`job_lock`) now."""
     return _holder_of(job_lock_path(root, job_id)) is not None
@@ -220,6 +248,10 @@ def _holder_of(path: Path) -> dict[str, Any] | None:
         fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:
+            return None  # a lock file nobody may write: no writer of this data directory holds it
+        raise
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

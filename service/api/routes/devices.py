@@ -51,6 +51,7 @@ def list_devices(datadir: DataDirDep) -> DevicesPublic:
                 device_class=dev.device_class,
                 created_at=dev.created_at,
                 active_model_version=active.version if active else None,
+                derived=dev.metadata.get("derived"),
             )
         )
     return DevicesPublic(devices=devices, count=len(devices))

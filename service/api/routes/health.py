@@ -35,10 +35,14 @@ async def readyz(state: StateDep) -> Any:
     ready = state.preload_done.is_set() and not state.load_errors
     if ready:
         try:
-            await run_in_threadpool(state.datadir.catalog.list_devices)
+            devices = await run_in_threadpool(state.datadir.catalog.list_devices)
         except Exception as exc:  # the catalog file is gone or locked: not ready, say why
             state_errors = {"catalog": f"{type(exc).__name__}: {exc}"}
             return JSONResponse({"ready": False, "models": dict(state.loaded), "errors": state_errors}, 503)
+        # a device deleted by another process (the CLI, a replica): its model is not served any more
+        names = {d.name for d in devices}
+        for gone in [d for d in state.loaded if d not in names]:
+            state.model_deleted(gone)
     body = {"ready": ready, "models": dict(state.loaded), "errors": dict(state.load_errors)}
     return body if ready else JSONResponse(body, status_code=503)
 

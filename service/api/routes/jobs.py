@@ -29,6 +29,7 @@ router = APIRouter(tags=["jobs"])
     responses=error_responses(
         {
             **TOKEN_ERRORS,
+            400: "a body that is not JSON",
             404: "unknown device",
             409: "a retrain (or other writer) of this device is running",
         }

@@ -83,6 +83,12 @@ async def predict_one(request: Request) -> Response:
     predictions = await state.batcher.predict(model, body.workload, body.metrics, body.model)
     state.metrics.count_predictions(body.device)
     result = {"device": model.device, "model_version": model.version, "predictions": predictions}
+    derived = getattr(model, "derived", None)  # a what-if device says so in every answer
+    if derived is not None:
+        result["derived"] = derived
+    notes = {m: note for m, note in getattr(model, "tail_notes", {}).items() if m in predictions}
+    if notes:  # a bimodal tail says so beside its widened interval
+        result["notes"] = notes
     return Response(to_json(result), media_type="application/json")
 
 
@@ -144,11 +150,12 @@ def check_batch_size(count: int, max_batch: int) -> None:
 
 def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     model = registry.load(validate_name(body.device))
-    out = model.predict_columns(workload_columns(body), metrics=body.metrics, model=body.model)
+    out = model.predict(workload_columns(body), metrics=body.metrics, model=body.model).columns
     result = {
         "device": model.device,
         "model_version": model.version,
         "count": body.count,
+        **({"derived": model.derived} if getattr(model, "derived", None) is not None else {}),
         "predictions": {
             m: {
                 "value": value,

@@ -10,6 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from modeling.reporting import build_report
 from modeling.store import validate_name
+from traces.capacity.report import DEFAULT_SLO, capacity_section
+from traces.capacity.slo import parse_slo
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep
 from service.api.schemas import ErrorResponse
 
@@ -38,15 +40,23 @@ async def device_report(
         list[str] | None,
         Query(max_length=MAX_COMPARE, description="devices to put side by side with this one"),
     ] = None,
+    slo: Annotated[
+        str, Query(min_length=1, max_length=200, description="the capacity section's target(s): p99<=1ms")
+    ] = DEFAULT_SLO,
 ) -> HTMLResponse:
     """The device's report: KDiskMark-style summary, measured IOPS and latency against queue
-    depth, measured vs predicted, error by workload region, interval coverage, noise floor.
+    depth, measured vs predicted, error by workload region, interval coverage, noise floor, and
+    each device's capacity under `slo` (latency against offered load for a few mixes).
 
     Takes seconds (the active model's configuration is refitted out of fold), so it runs
     off the event loop.
     """
     others = [validate_name(name) for name in compare or []]
-    html = await run_in_threadpool(build_report, datadir, device, others, registry=registry)
+    target = parse_slo(slo)
+    section = await run_in_threadpool(capacity_section, datadir, [device, *others], target, registry)
+    html = await run_in_threadpool(
+        build_report, datadir, device, others, registry=registry, sections=[section]
+    )
     return HTMLResponse(html)
 
 

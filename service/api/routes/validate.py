@@ -51,9 +51,9 @@ def trace_upload(
     window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
     method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
 ) -> TraceUpload:
-    """The uploaded trace and its form fields (read up to one byte over the limit, to refuse it)."""
+    """The uploaded trace (a stream, copied to scratch in pieces up to the limit) and its form fields."""
     return TraceUpload(
-        file.file.read(settings.max_upload_bytes + 1),
+        file.file,
         filename=file.filename or "",
         fmt=format,
         window_s=window_s,
@@ -64,13 +64,19 @@ def trace_upload(
 
 
 TraceUploadDep = Annotated[TraceUpload, Depends(trace_upload)]
+# the answers both trace routes give besides 200 (schemathesis found 404 undocumented)
+_UPLOAD_ERRORS = {
+    404: "unknown device, or a device without a model",
+    413: "upload larger than max_upload_bytes",
+    422: "not a trace of the named format (the message says where), or bad form fields",
+}
 
 
 @router.post(
     "/v1/devices/{device}/validate",
     tags=["traces"],
     dependencies=[TokenDep],
-    responses=error_responses(TOKEN_ERRORS),
+    responses=error_responses({**TOKEN_ERRORS, **_UPLOAD_ERRORS}),
 )
 def validate_trace(
     device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep
@@ -82,7 +88,8 @@ def validate_trace(
 @router.post(
     "/v1/devices/{device}/predict-trace",
     tags=["traces"],
-    responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}}},
+    responses={200: {"content": {"application/json": {"example": _PREDICT_EXAMPLE}}},
+               **error_responses(_UPLOAD_ERRORS)},
 )
 def predict_trace(
     device: DeviceDep, datadir: DataDirDep, registry: RegistryDep, upload: TraceUploadDep

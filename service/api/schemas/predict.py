@@ -89,6 +89,17 @@ def _answer_config(**example: Any) -> ConfigDict:
     return ConfigDict(protected_namespaces=(), json_schema_extra={"examples": [{**answered, **example}]})
 
 
+class DerivedOut(BaseModel):
+    """How a what-if device's predictions are made: a law over a measured device's model."""
+
+    whatif: bool = True
+    kind: str = Field(description="raid or fabric")
+    base: str = Field(description="the measured device whose model the law reads")
+    base_version: str | None = None
+    law: str = Field(description="the law that produced every prediction, in words")
+    calibrated_points: int = Field(0, description="measured points of the real device it was calibrated on")
+
+
 class PredictResponse(BaseModel):
     """Predictions for one workload; every metric comes from the same model version."""
 
@@ -107,6 +118,13 @@ class PredictResponse(BaseModel):
     device: str
     model_version: str
     predictions: dict[str, MetricPredictionOut]
+    derived: DerivedOut | None = Field(
+        None, description="present for a what-if device: not measured, computed from its base device's model")
+    notes: dict[str, str] = Field(
+        default_factory=dict,
+        description="per metric, what its answer says about itself: a tail percentile that is bimodal on "
+        "this device (its interval widened to cover both modes)",
+    )
 
 
 # Batch rows are validated by pydantic-core alone (strict JSON numbers, TypedDict rows, no
@@ -283,3 +301,4 @@ class BatchPredictResponse(BaseModel):
     model_version: str
     count: int
     predictions: dict[str, MetricColumns]
+    derived: DerivedOut | None = Field(None, description="present for a what-if device")

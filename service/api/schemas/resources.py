@@ -109,6 +109,8 @@ class DeviceSummary(BaseModel):
     device_class: str = Field(serialization_alias="class")
     created_at: str
     active_model_version: str | None
+    derived: dict[str, Any] | None = Field(
+        None, description="a what-if device's spec (kind, base device, law parameters); null when measured")
 
 
 class DevicesPublic(BaseModel):

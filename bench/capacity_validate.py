@@ -1,0 +1,247 @@
+"""Validation of the capacity search against fio, run by ``bench/capacity.py --validate``.
+
+On a fresh zram reference (and, with ``--throttled N``, the zram reference capped at N
+reads and N writes a second by the block throttle), through the ``ssdpredict`` CLI as a
+user would: a closed-loop sweep (psync, numjobs as the load) with open-loop points, then
+training.  Then for 3 mixes and 2 targets each -- 3x the predicted p99 and 2x the predicted
+mean at half the mix's capacity, rounded to two digits (a reference's curve is flat until
+its knee: a target at the flat level is met up to saturation or never) -- the predicted
+capacity ``c`` (``device_capacity``; a ``saturation`` answer is measured too: it is the number
+the user gets), and fio open
+loop with Poisson arrivals (``rate_process=poisson``, the open-loop sweep's 16 psync lanes)
+at 0.9c, 1.0c and 1.1c.  Done when the measured statistic is under the target at 0.9c and
+over it at 1.1c in at least 80 % of cases, and within 25 % of it at 1.0c.  The 1.0c point
+runs twice more: the noise floor (how far repeated runs land from their mean).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.trace_reference import fio_wrapper, run_cli
+from collectors.devices.reference import create_reference, destroy_reference
+from collectors.fio.jobs import JobSettings
+from collectors.fio.runner import run_fio
+from collectors.sweep.openloop import LANES, measure_open_point
+from modeling.serving.registry import ModelRegistry
+from modeling.store import DataDir
+from modeling.workload import Workload
+from traces.capacity.device import curves_of, device_capacity, mix_table, parse_mix
+from traces.capacity.slo import parse_slo
+
+DEVICE = "reference"
+MIXES = {
+    "zram": (
+        "write_ratio=0,request_size=1m,randomness=1",
+        "write_ratio=1,request_size=256k,randomness=1",
+        "write_ratio=0.4,request_size=256k,randomness=1",
+    ),
+    # under the throttle the cap, not the CPU, is the limit: small requests
+    "throttled": (
+        "write_ratio=0,request_size=4k,randomness=1",
+        "write_ratio=1,request_size=16k,randomness=1",
+        "write_ratio=0.4,request_size=16k,randomness=1",
+    ),
+}
+FACTORS = (0.9, 1.0, 1.1)
+REPEATS = 2  # more runs of the 1.0x point, for the noise floor
+SWEEP = {
+    "write_ratios": "0,0.4,1",
+    "sizes": "16k,256k,1m",
+    "numjobs": "1,2,4,8,16",
+    "runtime": "1s",
+    "open_loop": "0.1,0.3,0.6,0.9",
+}
+QUICK = {**SWEEP, "numjobs": "1,4,16"}
+SIZES = {"zram": "256k,1m", "throttled": "4k,16k"}
+
+
+def _two_digits(us: float) -> str:
+    """A target's limit: the latency rounded to two significant digits, with a unit."""
+    value = float(f"{us:.2g}")
+    return f"{value / 1000:g}ms" if value >= 1000 else f"{value:g}us"
+
+
+def targets_of(datadir: DataDir, mix: str, ceiling: float) -> list[str]:
+    """The mix's two targets: 3x its predicted p99 and 2x its predicted mean at half its capacity."""
+    mc, _ = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]), ceiling=ceiling)
+    at = mc.latency(0, np.array([0.5 * mc.capacity(0)]))
+    return [f"p99<={_two_digits(3 * at.p99_us[0])}", f"mean<={_two_digits(2 * at.mean_us[0])}"]
+
+
+def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> dict[str, float]:
+    """One fio open-loop point: Poisson arrivals at ``rate`` IO/s in all from 16 psync lanes."""
+    fields = parse_mix(mix)
+    w = Workload(queue_depth=1, numjobs=LANES, **fields)
+    settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
+    row, _ = measure_open_point(w, max(int(round(rate)), LANES), settings, run_fio)
+    return {
+        "iops": float(row["iops"]),
+        "mean": float(row["latency_mean_us"]),
+        "p99": float(row["latency_p99_us"]),
+    }
+
+
+def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every mix and target: the prediction and the three (plus repeated) fio points."""
+    rows = []
+    registry = ModelRegistry(datadir)
+    for mix in mixes:
+        # the load path's own capacity (fio's 16 rate-limited psync lanes share the CPUs with a
+        # CPU-bound reference): offered 2x the model's, what it serves; the prediction is capped
+        # at it, as bench/trace_reference.py caps trace predictions at the replay path's
+        model_cap = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]))[0].capacity(0)
+        served = measure(mix, 2 * model_cap, target, 1000, size)["iops"]
+        ceiling = min(1.0, served / model_cap)
+        print(
+            f"  {mix}: model capacity {model_cap:,.0f} IO/s, the fio open-loop path served {served:,.0f}"
+            f" offered 2x: ceiling {ceiling:.0%}",
+            flush=True,
+        )
+        for slo_text in targets_of(datadir, mix, ceiling):
+            slo = parse_slo(slo_text)
+            stat = slo.targets[0].statistic
+            limit = slo.targets[0].limit_us
+            mixes_ = mix_table([parse_mix(mix)])
+            a = device_capacity(datadir, DEVICE, mixes_, slo, registry=registry, ceiling=ceiling).answers[0]
+            row: dict[str, Any] = {
+                "mix": mix,
+                "slo": slo_text,
+                "stat": stat,
+                "limit": limit,
+                "iops": a.iops,
+                "outcome": a.outcome,
+                "utilisation": a.utilisation,
+                "ceiling": ceiling,
+            }
+            if a.outcome == "never":
+                rows.append(row)
+                print(f"  {mix}: {slo_text}: {a.outcome}, not measured")
+                continue
+            for f in FACTORS:
+                runs = [
+                    measure(mix, f * a.iops, target, 2000, size)
+                    for _ in range(1 + (REPEATS if f == 1.0 else 0))
+                ]
+                row[f"x{f}"] = runs[0][stat]
+                row[f"served{f}"] = runs[0]["iops"] / (f * a.iops)
+                if f == 1.0:
+                    values = np.array([r[stat] for r in runs])
+                    row["floor"] = float(
+                        np.mean(np.abs(values - values.mean()) / values.mean())
+                        * np.sqrt(len(values) / (len(values) - 1))
+                    )
+            rows.append(row)
+            print(
+                f"  {mix}: {slo_text}: {a.iops:,.0f} IO/s ({a.outcome}, {a.utilisation:.0%} of capacity);"
+                f" measured {stat}"
+                f" {row['x0.9']:.0f} / {row['x1.0']:.0f} / {row['x1.1']:.0f} us at 0.9/1.0/1.1x",
+                flush=True,
+            )
+    return rows
+
+
+def print_table(name: str, rows: list[dict[str, Any]]) -> None:
+    """The table of one device, and the criteria."""
+    print(
+        f"\n{name}: predicted capacity, then measured statistic / target at 0.9x, 1.0x, 1.1x;"
+        " served = fio's IO/s over offered at 1.0x; floor = repeat spread at 1.0x"
+    )
+    print(
+        f"  {'mix':44s} {'target':16s} {'IO/s':>9s} {'util':>6s} {'0.9x':>6s} {'1.0x':>6s} {'1.1x':>6s}"
+        f" {'served':>6s} {'floor':>6s}"
+    )
+    checks, within, floors = [], [], []
+    for r in rows:
+        if "x1.0" not in r:
+            print(f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['outcome']}")
+            continue
+        ratio = {f: r[f"x{f}"] / r["limit"] for f in FACTORS}
+        checks += [ratio[0.9] <= 1, ratio[1.1] > 1]
+        within.append(abs(ratio[1.0] - 1) <= 0.25)
+        floors.append(r["floor"])
+        print(
+            f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['iops']:9,.0f} {r['utilisation']:5.0%}{r['outcome'][0]}"
+            f" {ratio[0.9]:6.2f} {ratio[1.0]:6.2f} {ratio[1.1]:6.2f} {r['served1.0']:6.2f} {r['floor']:6.1%}"
+        )
+    if checks:
+        print(
+            f"  under at 0.9x and over at 1.1x: {sum(checks)}/{len(checks)} ({np.mean(checks):.0%};"
+            " need 80 %);"
+            f" 1.0x within 25 % of the target: {sum(within)}/{len(within)}; noise floor (repeat spread at"
+            f" 1.0x) median {np.median(floors):.1%}, max {max(floors):.1%}"
+        )
+
+
+def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256) -> list[dict[str, Any]]:
+    """Make, sweep, train and validate one reference device; always destroyed after."""
+    home = Path(tempfile.mkdtemp(prefix="bench-capacity-ref-"))
+    datadir = DataDir(home)
+    ref = create_reference(datadir, kind, size_mib << 20, iops)
+    t0 = time.time()
+    print(
+        f"{ref.path} ({ref.kind}): {ref.note}; load average {os.getloadavg()[0]:.1f}"
+        f" on {os.cpu_count()} CPUs",
+        flush=True,
+    )
+    try:
+        env = fio_wrapper(home)
+        plan = {**(QUICK if quick else SWEEP), "sizes": SIZES[kind]}
+        sweep = (
+            "sweep",
+            "--device",
+            DEVICE,
+            "--target",
+            ref.path,
+            "--destroy-data",
+            "--plan",
+            "grid",
+            "--write-ratios",
+            plan["write_ratios"],
+            "--sizes",
+            plan["sizes"],
+            "--queue-depths",
+            "1",
+            "--numjobs",
+            plan["numjobs"],
+            "--randomness",
+            "1",
+            "--engine",
+            "psync",
+            "--runtime",
+            plan["runtime"],
+            "--size",
+            f"{size_mib - 16}MiB",
+        )
+        run_cli(home, {}, *sweep)  # closed loop at normal priority (see bench/trace_reference.py)
+        run_cli(home, env, *sweep, "--open-loop", plan["open_loop"])
+        run_cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", "10")
+        print(f"  swept and trained in {time.time() - t0:.0f} s", flush=True)
+        old = os.environ.get("SSDPREDICT_FIO")
+        os.environ.update(env)  # the validation points at real-time priority too, as the open-loop sweep
+        try:
+            rows = validate_device(datadir, ref.path, (size_mib - 16) << 20, MIXES[kind])
+        finally:
+            if old is None:
+                os.environ.pop("SSDPREDICT_FIO", None)
+            else:
+                os.environ["SSDPREDICT_FIO"] = old
+        print_table(f"{ref.kind} reference ({time.time() - t0:.0f} s)", rows)
+        return rows
+    finally:
+        destroy_reference(datadir, ref.path)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def validate(quick: bool = False, throttled: int | None = None) -> None:
+    """The zram reference, then the throttled one at ``throttled`` IO/s if given."""
+    one_reference("zram", None, quick)
+    if throttled:
+        one_reference("throttled", throttled, quick)

@@ -1,0 +1,233 @@
+"""A sweep designed from traces: their mixes, in-flight range and rates, issued as the replay issues them.
+
+``sweep --for-trace`` measures what a trace prediction needs and nothing else:
+
+* **Mixes.** Every window of every trace is a point in (write ratio, log2 read size, log2
+  write size, randomness); a k-means (each trace weighing the same, its windows by their
+  requests) cuts them into ``budget // len(ladder)`` mixes (all of them when there are
+  fewer).  Sizes are rounded to the target's logical block size (the smallest request it
+  takes).
+* **Loads.** Each mix is measured closed loop over a ladder of synchronous (``psync``)
+  jobs, ``queue_depth=1`` and ``numjobs`` 1, 2, 4, ... up to the replay's lane count (16,
+  or the traces' most requests in flight, at most 64): how ``trace replay`` issues a trace,
+  so the curve's QD1 is the replay's service time and its top is the replay's capacity.
+* **Open-loop points.** Per mix, Poisson arrivals (:mod:`collectors.sweep.openloop`, as
+  many psync lanes as the replay) at the traces' own offered rates (the median and the
+  95th percentile of the mix's windows) and at :data:`FRACTIONS` of the capacity the
+  closed-loop points measured, so the prediction's light load is anchored in what the
+  replay will meet.  Their rates need the closed-loop capacities: :func:`open_loop_points`
+  builds them after the closed-loop phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from collectors.plans.presets import Plan
+from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds
+from modeling.errors import InvalidInput, NoData
+from modeling.store.open_loop_rows import closed_loop_rows
+from modeling.workload import MAX_REQUEST_SIZE, Workload
+
+FRACTIONS = (0.2, 0.5, 0.8, 0.95)
+REPLAY_LANES = 16  # traces.replay.run.DEFAULT_LANES: a trace without latencies replays on 16 lanes
+MAX_LANES = 64  # traces.replay.run.MAX_LANES
+DEFAULT_BUDGET = 48
+OWN_RATE_QUANTILES = (0.5, 0.95)
+FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
+
+
+class Characterised(Protocol):
+    """A characterised trace (:class:`traces.characterize.Characterization`): windows and a summary."""
+
+    windows: pd.DataFrame
+    summary: dict[str, Any]
+
+
+@dataclass
+class MixSpec:
+    """One planned mix: its workload at one job, its windows' offered rates, its share of requests."""
+
+    workload: Workload
+    own_rates: list[float]
+    share: float
+
+
+@dataclass
+class TracePlan:
+    """The closed-loop plan, the mixes its open-loop points are measured at, and the lanes."""
+
+    closed: Plan
+    mixes: list[MixSpec]
+    lanes: int
+    ladder: list[int]
+    fractions: tuple[float, ...] = FRACTIONS
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_open_loop(self) -> int:
+        """How many open-loop points the plan will measure (before rates that coincide are merged)."""
+        return sum(len(m.own_rates) + len(self.fractions) for m in self.mixes)
+
+    def seconds(self, runtime_ms: int, ramp_ms: int = 0, min_requests: int = MIN_REQUESTS,
+                overhead_s: float = 1.0) -> float:
+        """About how long the whole plan takes: closed-loop points, then open-loop points.
+
+        The capacity fractions' rates are not known before the closed-loop phase: they are
+        counted at the sweep's runtime, the traces' own rates at theirs.
+        """
+        closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
+        own = [(m.workload, int(r)) for m in self.mixes for r in m.own_rates]
+        frac = len(self.mixes) * len(self.fractions) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
+        return closed + open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s) + frac
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description, stored with the sweep's info."""
+        return {"lanes": self.lanes, "ladder": self.ladder, "fractions": list(self.fractions),
+                "mixes": [{**m.workload.as_row(), "own_rates": m.own_rates, "share": m.share}
+                          for m in self.mixes],
+                "closed_points": len(self.closed), "open_loop_points": self.n_open_loop, "notes": self.notes}
+
+
+def _round_size(size: float, block: int) -> int:
+    return int(min(max(block, round(size / block) * block), MAX_REQUEST_SIZE))
+
+
+def _weighted_kmeans(x: np.ndarray, w: np.ndarray, k: int, iters: int = 50) -> np.ndarray:
+    """Cluster labels of the rows of ``x``: weighted Lloyd from a farthest-first start.
+
+    The start is the heaviest row, then each row farthest from those chosen, so that the
+    mixes bracket the traces (a rare mix far from the rest still gets its own point);
+    deterministic, no seed.
+    """
+    chosen = [int(np.argmax(w))]
+    dmin = ((x - x[chosen[0]]) ** 2).sum(axis=1)
+    while len(chosen) < k:
+        nxt = int(np.argmax(dmin))
+        chosen.append(nxt)
+        dmin = np.minimum(dmin, ((x - x[nxt]) ** 2).sum(axis=1))
+    centres = x[chosen].copy()
+    labels = np.full(len(x), -1, dtype=np.int64)
+    for _ in range(iters):
+        new = np.argmin(((x[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2), axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(k):
+            mine = labels == j
+            if mine.any():
+                centres[j] = np.average(x[mine], axis=0, weights=w[mine])
+    return labels
+
+
+def _windows(traces: Sequence[Characterised]) -> pd.DataFrame:
+    frames = []
+    for ch in traces:
+        win = ch.windows
+        if win.empty:
+            continue
+        cols = {f: win[f] if f in win else win["request_size" if "size" in f else "randomness"]
+                for f in ("read_size", "write_size", "read_randomness", "write_randomness")}
+        frames.append(pd.DataFrame({
+            "write_ratio": win["write_ratio"], "randomness": win["randomness"], **cols,
+            "requests": win["requests"], "iops": win["iops"], "queue_depth": win["queue_depth"],
+            # each trace weighs the same in all, its windows by their requests
+            "weight": win["requests"] / float(win["requests"].sum()),
+        }))
+    if not frames:
+        raise NoData("the traces have no windows with requests")
+    return pd.concat(frames, ignore_index=True).dropna(subset=["write_ratio", "read_size", "write_size"])
+
+
+def lanes_for(traces: Sequence[Characterised]) -> int:
+    """The replay's lane count for these traces: 16, or their most requests in flight (<= 64)."""
+    most = max((float(ch.windows["queue_depth"].max()) for ch in traces if len(ch.windows)), default=1.0)
+    return int(min(max(REPLAY_LANES, int(np.ceil(most))), MAX_LANES))
+
+
+def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BUDGET,
+                    block_size: int = 512) -> TracePlan:
+    """The sweep plan for ``traces`` (see the module docstring) on a target of ``block_size`` blocks."""
+    if not traces:
+        raise InvalidInput("--for-trace needs at least one trace")
+    if block_size < 512 or block_size & (block_size - 1):
+        raise InvalidInput(f"logical block size {block_size} is not a power of two >= 512")
+    win = _windows(traces)
+    lanes = lanes_for(traces)
+    ladder = [1 << i for i in range(int(np.log2(lanes)) + 1)]
+    if ladder[-1] != lanes:
+        ladder.append(lanes)
+    if budget < len(ladder):
+        raise InvalidInput(f"--budget {budget} is under one mix's ladder of {len(ladder)} loads "
+                           f"({', '.join(map(str, ladder))} jobs)")
+    x = np.column_stack([win["write_ratio"], np.log2(win["read_size"].clip(lower=512)),
+                         np.log2(win["write_size"].clip(lower=512)), win["randomness"]])
+    # a size doubling counts as a quarter of the write-ratio range (traces.predict.utilisation)
+    x = x * np.array([1.0, 0.25, 0.25, 1.0])
+    w = win["weight"].to_numpy(np.float64)
+    k = min(budget // len(ladder), len(np.unique(np.round(x, 3), axis=0)))
+    labels = _weighted_kmeans(x, w, k)
+    mixes: list[MixSpec] = []
+    points: list[Workload] = []
+    for j in range(k):
+        mine = labels == j
+        if not mine.any():
+            continue
+        part, pw = win[mine], w[mine]
+        avg = {f: float(np.average(part[f], weights=pw)) for f in
+               ("write_ratio", "randomness", "read_randomness", "write_randomness")}
+        sizes = {f: _round_size(float(np.average(part[f], weights=pw)), block_size)
+                 for f in ("read_size", "write_size")}
+        wr = round(avg["write_ratio"], 2)
+        main = sizes["write_size"] if wr >= 0.5 else sizes["read_size"]
+        base = Workload(write_ratio=wr, queue_depth=1, numjobs=1, request_size=main,
+                        randomness=round(avg["randomness"], 2), read_size=sizes["read_size"],
+                        write_size=sizes["write_size"], read_randomness=round(avg["read_randomness"], 2),
+                        write_randomness=round(avg["write_randomness"], 2))
+        rates = {round(float(np.quantile(part["iops"], q)), 1) for q in OWN_RATE_QUANTILES}
+        share = float(pw.sum() / w.sum())
+        same = next((m for m in mixes if m.workload == base), None)
+        if same is not None:  # clusters that differ below the rounding are one mix
+            same.own_rates = sorted(set(same.own_rates) | {r for r in rates if r > 0})
+            same.share += share
+            continue
+        mixes.append(MixSpec(base, sorted(r for r in rates if r > 0), share))
+        points += [base.model_copy(update={"numjobs": n}) for n in ladder]
+    unique = list(dict.fromkeys(points))
+    notes = [f"{len(win)} windows of {len(traces)} trace(s) in {len(mixes)} mixes x {len(ladder)} loads "
+             f"({', '.join(map(str, ladder))} psync jobs); sizes rounded to {block_size} B"]
+    closed = Plan("for-trace", tuple(unique), settings={"budget": budget, "block_size": block_size,
+                                                         "lanes": lanes})
+    return TracePlan(closed, mixes, lanes, ladder, notes=notes)
+
+
+def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
+    """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
+    the plan's fractions of the capacity its closed-loop points measured."""
+    closed = closed_loop_rows(measured)
+    if closed.empty:
+        raise NoData("the device has no closed-loop measurements to take capacities from")
+    out: list[tuple[Workload, int]] = []
+    for mix in plan.mixes:
+        w = mix.workload
+        same = closed
+        for f in ("write_ratio", "randomness"):
+            same = same[np.isclose(same[f].astype(float), getattr(w, f), atol=1e-6)]
+        for f in ("read_size", "write_size"):
+            col = same[f].fillna(same["request_size"]) if f in same else same["request_size"]
+            same = same[col.astype(float) == getattr(w, f)]
+        if same.empty:
+            raise NoData(f"no closed-loop point of the mix {w.write_ratio:g} writes, "
+                         f"{w.read_size}/{w.write_size} B: run the closed-loop phase first")
+        capacity = float(same["iops"].max())
+        rates = {max(int(round(r)), 1) for r in mix.own_rates}
+        rates |= {max(int(round(f * capacity)), plan.lanes) for f in plan.fractions}
+        lanes = w.model_copy(update={"numjobs": plan.lanes})
+        out += [(lanes, r) for r in sorted(rates)]
+    return out
+

@@ -1,0 +1,1 @@
+"""CLI room ``data``: what is stored -- ingest, devices and sweeps, export, and the catalog's health."""

@@ -1,0 +1,1 @@
+"""CLI room ``learn``: train and evaluate models (one device or a fleet), their versions and report."""

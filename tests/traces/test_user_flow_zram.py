@@ -1,0 +1,83 @@
+"""The user's trace flow, exactly as the docs give it, on a fresh zram device:
+
+    ssdpredict reference create --kind zram
+    ssdpredict sweep --device D --target REF --destroy-data --for-trace TRACE --budget 10
+    ssdpredict train --device D
+    ssdpredict trace validate TRACE --device D --target REF --destroy-data --json
+
+TRACE is the first 8 s of the MQSim wsrch trace in tests/data (3,337 requests, about 420
+IO/s, 12-20 KiB random reads): sparse load, where the engine and the cold I/O path matter
+most.  The bounds: this test measured a mean latency MRE of 23.4 % and a p99 MRE of 20.9 %
+over its 8 windows (2-core machine, load average about 20), the whole 60 s trace 21.8 % and
+25.7 % over 61 windows (its 90th-percentile window 46 %).  MRE_BOUND = 35 % leaves room for
+an 8-window mean on a busy machine and still fails on either fault this flow fixes: an
+io_uring closed-loop curve (108-211 % on such traces) or open-loop points measured at normal
+priority (159 % on the whole trace).  A window's p99 rests on about 400 requests (its 4th
+slowest), hence the wider P99_BOUND.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TEST_DATA, data_path
+
+REPO = Path(__file__).resolve().parents[2]
+MRE_BOUND = 0.35  # mean over windows of |predicted - measured| / measured, mean latency
+P99_BOUND = 0.5
+REQUESTS = 3337  # the wsrch trace's first 8 s
+
+
+def _cut(tmp_path: Path) -> Path:
+    lines = data_path(TEST_DATA / "traces" / "wsrch-small.trace").read_text().splitlines()[:REQUESTS]
+    path = tmp_path / "wsrch-8s.trace"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _ssd(home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    # run where the user would, in a folder of their own: `trace validate` leaves its PNG there
+    env = {**os.environ, "SSDPREDICT_HOME": str(home), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "service.cli.main", *args], env=env, cwd=home.parent,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.fio
+def test_reference_sweep_for_trace_train_validate_on_zram(home: Path, tmp_path: Path,
+                                                          fio_available: str) -> None:
+    trace = str(_cut(tmp_path))
+    made = _ssd(home, "reference", "create", "--kind", "zram", "--size", "64MiB")
+    if made.returncode != 0:
+        pytest.skip(f"zram cannot be made here: {made.stderr.strip()}")
+    ref = made.stdout.split()[0]
+    try:
+        swept = _ssd(home, "sweep", "--device", "z", "--target", ref, "--destroy-data", "--budget", "10",
+                     "--for-trace", trace)
+        assert swept.returncode == 0, swept.stderr
+        assert "plan for-trace:" in swept.stderr and "sizes rounded to 4096 B" in swept.stderr
+        trained = _ssd(home, "train", "--device", "z")
+        assert trained.returncode == 0, trained.stderr
+        checked = _ssd(home, "trace", "validate", trace, "--device", "z", "--target", ref,
+                       "--destroy-data", "--json")
+        assert checked.returncode == 0, checked.stderr
+    finally:
+        _ssd(home, "reference", "destroy", ref)
+    assert (home.parent / "wsrch-8s.trace.validation.png").is_file()
+    report = json.loads(checked.stdout)
+    # psync all the way: no engine warning, and the device check compares like with like
+    assert not [w for w in report["warnings"] if "replay's engine" in w], report["warnings"]
+    assert report["device_check"]["verdict"] != "unknown"
+    errors = report["summary"]["errors"]
+    mean, p99 = errors["latency_mean_us"], errors["latency_p99_us"]
+    print(f"user flow on zram: {mean['n']} windows, mean latency MRE {mean['mre']:.3f}, p99 MRE {p99['mre']}")
+    assert mean["n"] >= 6
+    assert mean["mre"] <= MRE_BOUND, (mean, p99, report["warnings"])
+    if p99["n"]:
+        assert p99["mre"] <= P99_BOUND, (mean, p99)
