@@ -56,7 +56,8 @@ def test_the_reference_is_the_nearest_psync_qd1_point() -> None:
 @pytest.mark.fio
 def test_a_device_slower_when_swept_is_drift(zram: str) -> None:
     now = _probe_mean(zram)
-    then = 3 * now  # as if the sweep had met a device three times slower
+    then = 5 * now  # as if the sweep had met a device five times slower (the probe's own
+    # noise on a loaded CI machine reached +52 % at 2.4 us, so -80 % keeps clear of -50 %)
     model = FakeMMcDevice(1e6 / then)  # the model learned the sweep exactly
     check = check_device(model, zram, 0.0, 4096, span=SPAN, runtime_ms=500, stored=_stored(then))
     assert check.verdict == "drift" and check.stored_sweep == 7
@@ -71,7 +72,7 @@ def test_a_device_as_swept_with_a_wrong_model_is_model_error(zram: str) -> None:
     check = check_device(model, zram, 0.0, 4096, span=SPAN, runtime_ms=500, stored=_stored(now))
     # the probe's own noise may add drift ("both"), never take the model's error away
     assert check.verdict in ("model", "both") and check.model_error == pytest.approx(-2 / 3, rel=1e-6)
-    assert abs(check.drift) < 0.5
+    assert abs(check.drift) < 1.0  # the probe's noise: +52 % seen at 2.4 us under a parallel suite
     if check.verdict == "model":
         assert "the model's error at this mix (-67 %), not drift" in (check.warning or "")
 
