@@ -130,7 +130,8 @@ class UtilisationCorrection:
         if not n:
             return []
         return [f"{n} open-loop point(s) left out: their mean was above their p99 (under 1 % of "
-                f"the requests made the mean: a start-up transient or a CPU taken away, not the steady state)"]
+                f"the requests made the mean: a start-up transient or a CPU taken away, not the steady"
+                " state)"]
 
     def factors(
         self, windows: pd.DataFrame, pred: pd.DataFrame, gap_hist: np.ndarray | None = None
