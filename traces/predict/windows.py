@@ -61,6 +61,8 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> Device
     correction = learn_correction(model, newest, loads) if len(newest) else None
     if correction is None:
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
+    else:
+        notes += correction.notes()
     notes += engine_notes(frame, device)
     ratios, sizes = swept_mixes(frame)
     size = closed["request_size"]
