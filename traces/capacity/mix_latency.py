@@ -59,18 +59,30 @@ class MixCurves:
     arrival_cv2: float | np.ndarray = 1.0
     gap_hist: np.ndarray | None = None
     gap_rate: np.ndarray | None = None
+    # per mix, the share of its capacity up to which open-loop points were served in full
+    # (traces.capacity.ceiling); None: no limit
+    limits: np.ndarray | None = None
 
     @classmethod
     def of(
         cls, model: PredictsFrame, mixes: pd.DataFrame, source: DeviceCurveSource,
-        arrival_cv2: float | np.ndarray = 1.0,
+        arrival_cv2: float | np.ndarray = 1.0, shares: np.ndarray | None = None,
     ) -> MixCurves:
-        """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields)."""
+        """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields).
+
+        ``shares`` caps each mix's throughput at that share of its model capacity: what the
+        device's open-loop path was measured to serve (:mod:`traces.capacity.ceiling`).
+        """
         frame = mixes[list(WORKLOAD_FIELDS)].reset_index(drop=True)
         curves = closed_loop_curves(model, frame, source.loads, source.write_ratios or None,
                                     source.sizes or None)
         cv2 = arrival_cv2 if isinstance(arrival_cv2, np.ndarray) else float(arrival_cv2)
-        return cls(frame, cap_curves(curves, source.ceiling), source, cv2)
+        curves = cap_curves(curves, source.ceiling)
+        if shares is not None:
+            s = np.asarray(shares, np.float64)[:, None]
+            iops = {b: np.minimum(x, s * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
+            curves = Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
+        return cls(frame, curves, source, cv2)
 
     def cv2(self, i: int) -> float:
         """Mix ``i``'s burstiness."""
@@ -80,6 +92,15 @@ class MixCurves:
     def capacity(self, i: int, bound: str = "value") -> float:
         """Mix ``i``'s most IO/s under ``bound``'s curve."""
         return self.curves.curve(i, bound).capacity
+
+    def limit(self, i: int, bound: str = "value") -> float:
+        """Mix ``i``'s fastest rate vouched for by open-loop points (``inf`` without any).
+
+        One rate for every bound: it was measured, not modelled.
+        """
+        if self.limits is None:
+            return math.inf
+        return float(self.limits[i]) * self.capacity(i, "value")
 
     def max_load(self) -> float:
         """The largest in-flight count the device was measured at."""

@@ -7,11 +7,14 @@ that meets the targets (the latency curve is smooth there; Brent keeps bisection
 guarantee).  One answer is about 20 latency evaluations per bound, each arithmetic on a
 curve the model gave once (:mod:`traces.capacity.mix_latency`).
 
-Three outcomes:
+Four outcomes:
 
 * ``limited``: a target binds below capacity; the answer is the rate where it does.
 * ``saturation``: the targets hold even at 99.9 % of the capacity: the device runs out of
   throughput before it breaks them, and the answer is its capacity.
+* ``measured``: the targets hold up to the fastest open-loop point the device served in full
+  (:mod:`traces.capacity.ceiling`), below its capacity; above it nothing was measured, so the
+  answer stops there.
 * ``never``: no load meets them; the answer carries the lightest load's latency.
 
 The lightest load is searched too because latency need not rise with the rate: between
@@ -44,7 +47,7 @@ GRID = np.concatenate([np.geomspace(LIGHTEST, 0.5, 6), 1 - np.geomspace(0.5, NEA
 REL_TOL = {"value": 1e-5, "lower": 1e-3, "upper": 1e-3}
 """Relative precision of the answer's rate per bound: far finer than any model's accuracy (it costs
 a few evaluations); the interval's ends need less."""
-OUTCOMES = ("limited", "saturation", "never")
+OUTCOMES = ("limited", "saturation", "measured", "never")
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,17 @@ def _ratios(at: LatencyAt, slo: Slo) -> np.ndarray:
 
 def _search(mc: MixCurves, i: int, slo: Slo, bound: str) -> _Found:
     cap = mc.capacity(i, bound)
-    grid = mc.latency(i, GRID * cap, bound)
+    top = mc.limit(i, bound)
+    rates = GRID * cap
+    stop = top < cap * (1 - NEAR_SATURATION)  # the open-loop points vouch for less than the capacity
+    if stop:
+        rates = np.append(rates[rates < top], top)
+    grid = mc.latency(i, rates, bound)
     worst = _ratios(grid, slo).max(axis=0)
     ok = worst <= 1
     if ok[-1]:
-        return _Found("saturation", cap, _pick(grid, -1), None)
+        return _Found("measured", top, _pick(grid, -1), None) if stop else _Found(
+            "saturation", cap, _pick(grid, -1), None)
     if not ok.any():
         return _Found("never", 0.0, _pick(grid, 0), None)
     j = int(np.flatnonzero(ok)[-1])
@@ -136,6 +145,10 @@ def search_capacity(mc: MixCurves, i: int, slo: Slo, interval: bool = True) -> C
     if v.outcome == "saturation":
         notes.append(f"meets {slo} even at saturation: throughput ({cap:,.0f} IO/s), not latency,"
                      " is the limit")
+    elif v.outcome == "measured":
+        notes.append(f"meets {slo} up to {v.iops:,.0f} IO/s ({v.iops / cap:.0%} of capacity), the fastest"
+                     " open-loop rate measured at this mix; above it nothing was measured (sweep open-loop"
+                     " points nearer saturation, e.g. --open-loop 0.1,0.3,0.6,0.9,0.95,1.2)")
     elif v.outcome == "never":
         stats = ", ".join(f"{t.statistic} {format_us(float(v.at.column(t.column)[0]), 3)}"
                           for t in slo.targets)
@@ -171,7 +184,7 @@ def _beyond_measured(mc: MixCurves, i: int, found: _Found, notes: list[str]) -> 
     if correction is None:
         reasons.append("the device has no open-loop points: the latency under load is the closed-loop"
                        " method's alone")
-    elif found.outcome != "never":
+    elif found.outcome != "never" and mc.limits is None:  # with limits the answer never passes them
         fastest = _fastest_measured(mc, i)
         if found.iops > fastest * (1 + REL_TOL["value"]):
             reasons.append(f"{found.iops:,.0f} IO/s is above the fastest open-loop point measured at the"
