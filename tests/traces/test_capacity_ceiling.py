@@ -16,7 +16,7 @@ from tests.traces.fake_devices import FakeMMcDevice, window_table
 from tests.traces.test_capacity_fleet import open_loop_points, rows
 from traces.capacity.ceiling import open_loop_ceilings
 from traces.capacity.device import device_capacity, mix_table, parse_mix
-from traces.capacity.mix_latency import MixCurves
+from traces.capacity.mix_latency import LatencyAt, MixCurves
 from traces.capacity.search import search_capacity
 from traces.capacity.slo import parse_slo
 from traces.predict.windows import DeviceCurveSource
@@ -122,3 +122,22 @@ def test_the_ceiling_follows_the_bench_reference_layout(tmp_path: Path) -> None:
     d.catalog.add_measurements("two", open_loop_points(1.0) + [saturated_point(1.2 * CAP, 0.9 * CAP)])
     ceilings = open_loop_ceilings(d.catalog.measurements("two"))
     assert ceilings is not None and ceilings.shares.tolist() == pytest.approx([0.9])
+
+
+def test_an_undefined_latency_counts_as_over_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a zero p99 part times an infinite wait is NaN: the search treats it as a failing rate
+    # (it crashed in Brent's method on the throttled reference before)
+    mu = 10_000.0
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    mc = MixCurves.of(FakeMMcDevice(mu, 1), window_table([1.0]), source)
+    real = mc.latency
+
+    def latency(i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
+        at = real(i, rates, bound)
+        bad = np.asarray(rates) > 0.6 * mu
+        return LatencyAt(at.rates, np.where(bad, np.nan, at.mean_us), np.where(bad, np.nan, at.p99_us),
+                         at.inflight)
+
+    monkeypatch.setattr(mc, "latency", latency)
+    answer = search_capacity(mc, 0, parse_slo("p99<=100s"))
+    assert answer.outcome == "limited" and 0.5 * mu < answer.iops <= 0.6 * mu
