@@ -146,11 +146,13 @@ def main() -> None:
         "--throttled", type=int, help="with --validate: also the throttled reference at N IO/s"
     )
     parser.add_argument("--quick", action="store_true", help="with --validate: a smaller sweep")
+    parser.add_argument("--no-zram", action="store_true", help="with --validate: throttled only")
+    parser.add_argument("--json", type=Path, help="with --validate: every row to this file")
     args = parser.parse_args()
     if args.validate:
         from bench.capacity_validate import validate
 
-        validate(quick=args.quick, throttled=args.throttled)
+        validate(quick=args.quick, throttled=args.throttled, zram=not args.no_zram, json_path=args.json)
         return
     scratch = Path(tempfile.mkdtemp(prefix="bench-capacity-"))
     try:

@@ -2,20 +2,33 @@
 
 On a fresh zram reference (and, with ``--throttled N``, the zram reference capped at N
 reads and N writes a second by the block throttle), through the ``ssdpredict`` CLI as a
-user would: a closed-loop sweep (psync, numjobs as the load) with open-loop points, then
-training.  Then for 3 mixes and 2 targets each -- 3x the predicted p99 and 2x the predicted
-mean at half the mix's capacity, rounded to two digits (a reference's curve is flat until
-its knee: a target at the flat level is met up to saturation or never) -- the predicted
-capacity ``c`` (``device_capacity``; a ``saturation`` answer is measured too: it is the number
-the user gets), and fio open
-loop with Poisson arrivals (``rate_process=poisson``, the open-loop sweep's 16 psync lanes)
-at 0.9c, 1.0c and 1.1c.  Done when the measured statistic is under the target at 0.9c and
-over it at 1.1c in at least 80 % of cases, and within 25 % of it at 1.0c.  The 1.0c point
-runs twice more: the noise floor (how far repeated runs land from their mean).
+user following docs/capacity.md would: a closed-loop sweep (psync, numjobs as the load) with
+open-loop points at 0.1-0.95 of each mix's capacity and one beyond it (1.2: what the open-loop
+path serves), then training.  Then for 3 mixes and 2 targets each -- 3x the predicted p99 and
+2x the predicted mean at half the mix's capacity, rounded to two digits (a reference's curve
+is flat until its knee: a target at the flat level is met up to saturation or never) -- the
+predicted capacity ``c`` (``device_capacity``, nothing added by the bench; every outcome but
+``never`` is measured: it is the number the user gets), and fio open loop with Poisson
+arrivals (``rate_process=poisson``, the open-loop sweep's 16 psync lanes, at its real-time
+priority) at 0.9c, 1.0c and 1.1c.  Done when the measured statistic is under the target at
+0.9c and over it at 1.1c in at least 80 % of cases, and within 25 % of it at 1.0c.  The 1.0c
+point runs twice more: the noise floor (how far repeated runs land from their mean).
+
+fio's latency clock starts when a lane issues a request, not when its Poisson arrival was
+due: a lane that falls behind issues late and its wait does not show (on zram, 1 MiB reads
+offered 1.1x the capacity measured the same 270-280 us p99 as at 0.6x while served 79 % of
+the rate).  A point served under 95 % of its offered rate has a backlog that grows for as long
+as it runs, so its latency from arrival has no bound: it counts as over the target (the table
+shows both counts, with and without that rule).
+
+Before 2026-11-27 the validation points ran fio at normal priority while the sweep's open-loop
+points ran at real-time priority; in a quiet window on zram that alone took the p99 at 0.9x
+from 264 us to 32 ms (1 MiB reads) and the mean from 286 to 1,693 us.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -29,7 +42,7 @@ from bench.trace_reference import fio_wrapper, run_cli
 from collectors.devices.reference import create_reference, destroy_reference
 from collectors.fio.jobs import JobSettings
 from collectors.fio.runner import run_fio
-from collectors.sweep.openloop import LANES, measure_open_point
+from collectors.sweep.openloop import LANES, measure_open_point, realtime_prefix
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
@@ -57,7 +70,7 @@ SWEEP = {
     "sizes": "16k,256k,1m",
     "numjobs": "1,2,4,8,16",
     "runtime": "1s",
-    "open_loop": "0.1,0.3,0.6,0.9",
+    "open_loop": "0.1,0.3,0.6,0.9,0.95,1.2",
 }
 QUICK = {**SWEEP, "numjobs": "1,4,16"}
 SIZES = {"zram": "256k,1m", "throttled": "4k,16k"}
@@ -69,19 +82,26 @@ def _two_digits(us: float) -> str:
     return f"{value / 1000:g}ms" if value >= 1000 else f"{value:g}us"
 
 
-def targets_of(datadir: DataDir, mix: str, ceiling: float) -> list[str]:
+MIN_SERVED = 0.95
+"""A point served under this share of its offered rate has a growing backlog (traces.predict.utilisation)."""
+
+
+def targets_of(datadir: DataDir, mix: str) -> list[str]:
     """The mix's two targets: 3x its predicted p99 and 2x its predicted mean at half its capacity."""
-    mc, _ = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]), ceiling=ceiling)
+    mc, _ = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]))
     at = mc.latency(0, np.array([0.5 * mc.capacity(0)]))
     return [f"p99<={_two_digits(3 * at.p99_us[0])}", f"mean<={_two_digits(2 * at.mean_us[0])}"]
 
 
 def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> dict[str, float]:
-    """One fio open-loop point: Poisson arrivals at ``rate`` IO/s in all from 16 psync lanes."""
+    """One fio open-loop point as the sweep measures them: Poisson arrivals at ``rate`` IO/s in
+    all from 16 psync lanes, at the open-loop sweep's real-time priority."""
     fields = parse_mix(mix)
     w = Workload(queue_depth=1, numjobs=LANES, **fields)
     settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
-    row, _ = measure_open_point(w, max(int(round(rate)), LANES), settings, run_fio)
+    prefix = realtime_prefix()[0]
+    row, _ = measure_open_point(w, max(int(round(rate)), LANES), settings,
+                                lambda job, **kw: run_fio(job, prefix=prefix, **kw))
     return {
         "iops": float(row["iops"]),
         "mean": float(row["latency_mean_us"]),
@@ -89,28 +109,23 @@ def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> d
     }
 
 
+def _spread(values: np.ndarray) -> float:
+    """How far repeated runs land from their mean (mean absolute deviation, small-sample corrected)."""
+    deviation = np.mean(np.abs(values - values.mean()) / values.mean())
+    return float(deviation * np.sqrt(len(values) / (len(values) - 1)))
+
+
 def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, ...]) -> list[dict[str, Any]]:
     """Every mix and target: the prediction and the three (plus repeated) fio points."""
     rows = []
     registry = ModelRegistry(datadir)
     for mix in mixes:
-        # the load path's own capacity (fio's 16 rate-limited psync lanes share the CPUs with a
-        # CPU-bound reference): offered 2x the model's, what it serves; the prediction is capped
-        # at it, as bench/trace_reference.py caps trace predictions at the replay path's
-        model_cap = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]))[0].capacity(0)
-        served = measure(mix, 2 * model_cap, target, 1000, size)["iops"]
-        ceiling = min(1.0, served / model_cap)
-        print(
-            f"  {mix}: model capacity {model_cap:,.0f} IO/s, the fio open-loop path served {served:,.0f}"
-            f" offered 2x: ceiling {ceiling:.0%}",
-            flush=True,
-        )
-        for slo_text in targets_of(datadir, mix, ceiling):
+        for slo_text in targets_of(datadir, mix):
             slo = parse_slo(slo_text)
             stat = slo.targets[0].statistic
             limit = slo.targets[0].limit_us
             mixes_ = mix_table([parse_mix(mix)])
-            a = device_capacity(datadir, DEVICE, mixes_, slo, registry=registry, ceiling=ceiling).answers[0]
+            a = device_capacity(datadir, DEVICE, mixes_, slo, registry=registry).answers[0]
             row: dict[str, Any] = {
                 "mix": mix,
                 "slo": slo_text,
@@ -119,7 +134,7 @@ def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, 
                 "iops": a.iops,
                 "outcome": a.outcome,
                 "utilisation": a.utilisation,
-                "ceiling": ceiling,
+                "capacity": a.capacity_iops,
             }
             if a.outcome == "never":
                 rows.append(row)
@@ -133,50 +148,57 @@ def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, 
                 row[f"x{f}"] = runs[0][stat]
                 row[f"served{f}"] = runs[0]["iops"] / (f * a.iops)
                 if f == 1.0:
-                    values = np.array([r[stat] for r in runs])
-                    row["floor"] = float(
-                        np.mean(np.abs(values - values.mean()) / values.mean())
-                        * np.sqrt(len(values) / (len(values) - 1))
-                    )
+                    row["floor"] = _spread(np.array([r[stat] for r in runs]))
+                    row["served_floor"] = _spread(np.array([r["iops"] for r in runs]))
             rows.append(row)
             print(
                 f"  {mix}: {slo_text}: {a.iops:,.0f} IO/s ({a.outcome}, {a.utilisation:.0%} of capacity);"
                 f" measured {stat}"
-                f" {row['x0.9']:.0f} / {row['x1.0']:.0f} / {row['x1.1']:.0f} us at 0.9/1.0/1.1x",
+                f" {row['x0.9']:.0f} / {row['x1.0']:.0f} / {row['x1.1']:.0f} us at 0.9/1.0/1.1x, served"
+                f" {row['served0.9']:.0%} / {row['served1.0']:.0%} / {row['served1.1']:.0%}",
                 flush=True,
             )
     return rows
 
 
 def print_table(name: str, rows: list[dict[str, Any]]) -> None:
-    """The table of one device, and the criteria."""
+    """The table of one device, and the criteria (with and without the backlog rule)."""
     print(
-        f"\n{name}: predicted capacity, then measured statistic / target at 0.9x, 1.0x, 1.1x;"
-        " served = fio's IO/s over offered at 1.0x; floor = repeat spread at 1.0x"
+        f"\n{name}: predicted capacity (outcome: l limited, s saturation, m measured limit), then measured"
+        " statistic / target and fio's IO/s / offered at 0.9x, 1.0x, 1.1x; floor = repeat spread at 1.0x"
     )
     print(
         f"  {'mix':44s} {'target':16s} {'IO/s':>9s} {'util':>6s} {'0.9x':>6s} {'1.0x':>6s} {'1.1x':>6s}"
-        f" {'served':>6s} {'floor':>6s}"
+        f" {'served':>16s} {'floor':>6s}"
     )
-    checks, within, floors = [], [], []
+    strict, backlog, within, within_limited, floors, served_floors = [], [], [], [], [], []
     for r in rows:
         if "x1.0" not in r:
             print(f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['outcome']}")
             continue
         ratio = {f: r[f"x{f}"] / r["limit"] for f in FACTORS}
-        checks += [ratio[0.9] <= 1, ratio[1.1] > 1]
+        full = {f: r[f"served{f}"] >= MIN_SERVED for f in FACTORS}
+        strict += [ratio[0.9] <= 1, ratio[1.1] > 1]
+        backlog += [ratio[0.9] <= 1 and full[0.9], ratio[1.1] > 1 or not full[1.1]]
         within.append(abs(ratio[1.0] - 1) <= 0.25)
+        if r["outcome"] == "limited":
+            within_limited.append(within[-1])
         floors.append(r["floor"])
+        served_floors.append(r["served_floor"])
+        served = "/".join(f"{r[f'served{f}']:.2f}" for f in FACTORS)
         print(
             f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['iops']:9,.0f} {r['utilisation']:5.0%}{r['outcome'][0]}"
-            f" {ratio[0.9]:6.2f} {ratio[1.0]:6.2f} {ratio[1.1]:6.2f} {r['served1.0']:6.2f} {r['floor']:6.1%}"
+            f" {ratio[0.9]:6.2f} {ratio[1.0]:6.2f} {ratio[1.1]:6.2f} {served:>16s} {r['floor']:6.1%}"
         )
-    if checks:
+    if strict:
+        n, k = len(backlog), len(within_limited)
         print(
-            f"  under at 0.9x and over at 1.1x: {sum(checks)}/{len(checks)} ({np.mean(checks):.0%};"
-            " need 80 %);"
-            f" 1.0x within 25 % of the target: {sum(within)}/{len(within)}; noise floor (repeat spread at"
-            f" 1.0x) median {np.median(floors):.1%}, max {max(floors):.1%}"
+            f"  under at 0.9x and over at 1.1x: {sum(backlog)}/{n} ({np.mean(backlog):.0%}; need 80 %)"
+            f" counting a point served under {MIN_SERVED:.0%} as over (a growing backlog), {sum(strict)}/{n}"
+            f" on fio's latency alone; 1.0x within 25 % of the target: {sum(within)}/{len(within)}"
+            f" ({sum(within_limited)}/{k} of limited answers); noise floor (repeat spread at"
+            f" 1.0x) median {np.median(floors):.1%}, max {max(floors):.1%}; of the IO/s served there median"
+            f" {np.median(served_floors):.1%}, max {max(served_floors):.1%}"
         )
 
 
@@ -240,8 +262,14 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
         shutil.rmtree(home, ignore_errors=True)
 
 
-def validate(quick: bool = False, throttled: int | None = None) -> None:
-    """The zram reference, then the throttled one at ``throttled`` IO/s if given."""
-    one_reference("zram", None, quick)
+def validate(quick: bool = False, throttled: int | None = None, zram: bool = True,
+             json_path: Path | None = None) -> None:
+    """The zram reference (unless ``zram`` is False), then the throttled one at ``throttled`` IO/s
+    if given; every row to ``json_path`` if given."""
+    rows = {}
+    if zram:
+        rows["zram"] = one_reference("zram", None, quick)
     if throttled:
-        one_reference("throttled", throttled, quick)
+        rows[f"throttled {throttled}"] = one_reference("throttled", throttled, quick)
+    if json_path is not None:
+        json_path.write_text(json.dumps(rows, indent=1, default=float))

@@ -4,16 +4,29 @@ Both phases store every point as it is measured and resume after a kill: the clo
 phase is an ordinary keyed sweep (:func:`collectors.sweep.run.run_sweep`) with the replay's
 engine, the open-loop phase a keyed open-loop sweep whose rates come from the capacities
 the first phase measured (:func:`collectors.sweep.openloop.measure_after_sweep`).
+
+Both phases issue I/O at the replay's real-time priority (``chrt --fifo 20``, root only),
+as the replay does: at normal priority on a busy machine a point's latency includes waits
+for a CPU that the replay never meets (zram at a load average of 7, 4 KiB reads at one
+psync job: 2.7-3.9 us at normal priority, 1.87 us at real-time, 1.82 us on a quiet
+machine).  Except the closed-loop points with more jobs than CPUs: a FIFO job runs until
+it blocks and I/O on a CPU-bound device (zram) never blocks, so such jobs run one after
+another and fio's summed rates are nonsense (16 jobs of 4 KiB zram reads: 1.0-2.6 M IO/s
+at FIFO, 1.2-1.5 M at round-robin, against 0.76-1.0 M that two CPUs serve at normal
+priority); those run at normal priority (:func:`closed_loop_runner`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from collectors.plans.for_trace import TracePlan, open_loop_points
-from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep
+from collectors.fio.runner import fio_binary, run_fio
+from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep, realtime_prefix
 from collectors.sweep.run import Progress, run_sweep
 from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput
@@ -47,9 +60,12 @@ def sweep_for_traces(
 ) -> TraceSweep:
     """Measure ``plan`` on ``settings.target``: closed-loop points with psync, then open-loop points."""
     settings = trace_settings(settings)
-    meta: dict[str, Any] = {"for_trace": plan.to_dict()}
+    fio_binary(settings.fio)  # fail before creating files when fio is missing
+    meta: dict[str, Any] = {"for_trace": plan.to_dict(), "closed_loop_priority": (
+        f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
+        else "normal")}
     closed = run_sweep(datadir, device, plan.closed, settings, progress=progress, wait=wait,
-                       on_wait=on_wait)
+                       on_wait=on_wait, runner=closed_loop_runner(settings.fio))
     points = open_loop_points(plan, closed_frame(datadir, closed))
     opened = measure_after_sweep(datadir, device, closed, settings, plan.fractions, progress=open_progress,
                                  min_requests=min_requests, plan=points, info=meta, wait=wait)
@@ -59,3 +75,21 @@ def sweep_for_traces(
 def closed_frame(datadir: DataDir, sweep: Sweep) -> Any:
     """The stored rows of one sweep (its capacities set the open-loop rates)."""
     return datadir.catalog.sweep_points(sweep.id)
+
+
+_NUMJOBS = re.compile(r"^numjobs=(\d+)$", re.MULTILINE)
+
+
+def closed_loop_runner(binary: str | None, cpus: int | None = None,
+                       prefix: list[str] | None = None) -> Callable[..., str]:
+    """fio for the closed-loop phase: at the replay's real-time priority when the job has no more
+    jobs than the machine has CPUs (``cpus``, default all), at normal priority above that (see
+    the module docstring).  ``prefix`` defaults to :func:`collectors.sweep.openloop.realtime_prefix`."""
+    cpus = cpus or os.cpu_count() or 1
+    rt = realtime_prefix()[0] if prefix is None else prefix
+
+    def run(job_text: str, **kwargs: Any) -> str:
+        jobs = max((int(n) for n in _NUMJOBS.findall(job_text)), default=1)
+        return run_fio(job_text, binary=binary, prefix=rt if jobs <= cpus else (), **kwargs)
+
+    return run

@@ -12,12 +12,13 @@ from service.config import get_settings
 from tests.service.utils import quick_train
 
 
-def synthetic_rows() -> list[dict[str, float]]:
-    """Measurements from a simple service-time model: the validation tests check plumbing, not accuracy."""
+def synthetic_rows(scale: float = 1.0) -> list[dict[str, float]]:
+    """Measurements from a simple service-time model, ``scale`` x slower than the device ``synth``:
+    the validation tests check plumbing, not accuracy."""
     rows = []
     for wr, qd, bs, rnd in itertools.product([0, 0.5, 1], [1, 4, 16, 64], [4096, 65536], [0, 1]):
-        svc = 20e-6 + bs / 2e9 + (30e-6 if rnd else 0) + wr * 10e-6
-        iops = min(qd / svc, 2e9 / bs)
+        svc = scale * (20e-6 + bs / 2e9 + (30e-6 if rnd else 0) + wr * 10e-6)
+        iops = min(qd / svc, 2e9 / bs / scale)
         lat = qd / iops * 1e6
         rows.append(
             dict(

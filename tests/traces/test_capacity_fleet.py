@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
@@ -15,34 +14,12 @@ from modeling.store import DataDir
 from service.cli.main import app
 from service.config import get_settings
 from tests.service.utils import quick_train
+from tests.traces.conftest import synthetic_rows
 from traces.capacity.device import mix_table, parse_mix
 from traces.capacity.fleet import fleet_capacity
 from traces.capacity.slo import parse_slo
 
 MIX = "write_ratio=0.5,request_size=4k,randomness=1"
-
-
-def rows(scale: float) -> list[dict[str, float]]:
-    """Closed-loop points of a service-time device ``scale`` x slower than tests.traces' synth."""
-    out = []
-    for wr, qd, bs, rnd in itertools.product([0, 0.5, 1], [1, 4, 16, 64], [4096, 65536], [0, 1]):
-        svc = scale * (20e-6 + bs / 2e9 + (30e-6 if rnd else 0) + wr * 10e-6)
-        iops = min(qd / svc, 2e9 / bs / scale)
-        lat = qd / iops * 1e6
-        out.append(
-            dict(
-                write_ratio=wr,
-                queue_depth=qd,
-                request_size=bs,
-                randomness=rnd,
-                numjobs=1,
-                iops=iops,
-                bandwidth_mib_s=iops * bs / 2**20,
-                latency_mean_us=lat,
-                latency_p99_us=lat * 1.5,
-            )
-        )
-    return out
 
 
 def open_loop_points(scale: float) -> list[dict[str, float]]:
@@ -76,7 +53,8 @@ def fleet_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = DataDir(root)
     for name, scale in (("mid", 1.0), ("fast", 0.5), ("slow", 2.0), ("untrained", 1.0)):
         d.catalog.ensure_device(name)
-        d.catalog.add_measurements(name, rows(scale) + (open_loop_points(scale) if name == "slow" else []))
+        extra = open_loop_points(scale) if name == "slow" else []
+        d.catalog.add_measurements(name, synthetic_rows(scale) + extra)
         if name != "untrained":
             quick_train(d, name)
     return root

@@ -41,33 +41,17 @@ def loop_device(tmp_path: Path) -> Iterator[str]:
 
 
 def _load(dev: str, fio: str, delay: float) -> threading.Thread:
+    """32 sequential 64 KiB writes, then 16 random 4 KiB reads, from one fio process (one
+    start-up: two processes started late enough on a loaded CI machine to miss the window)."""
     def run() -> None:
         time.sleep(delay)
         subprocess.run(
             [
                 fio,
-                "--name=w",
                 f"--filename={dev}",
-                "--rw=write",
-                "--bs=64k",
-                "--size=2m",
                 "--direct=1",
-                "--ioengine=libaio",
-                "--iodepth=2",
-            ],
-            capture_output=True,
-            check=True,
-        )
-        subprocess.run(
-            [
-                fio,
-                "--name=r",
-                f"--filename={dev}",
-                "--rw=randread",
-                "--bs=4k",
-                "--size=8m",
-                "--io_size=64k",
-                "--direct=1",
+                "--name=w", "--rw=write", "--bs=64k", "--size=2m", "--ioengine=libaio", "--iodepth=2",
+                "--name=r", "--stonewall", "--rw=randread", "--bs=4k", "--size=8m", "--io_size=64k",
                 "--ioengine=psync",
             ],
             capture_output=True,
@@ -96,7 +80,7 @@ def test_tracepoint_fallback_captures_fio_io_on_loop_device(
     if method == "perf" and shutil.which("perf") is None:
         pytest.skip("perf is not installed")
     th = _load(loop_device, fio_available, 1.0 if method == "perf" else 0.5)
-    result = capture(loop_device, 3.0 if method == "perf" else 2.5, tmp_path / "cap", method=method)
+    result = capture(loop_device, 4.0, tmp_path / "cap", method=method)
     th.join()
     assert result.method == method and result.format == "csv"
     _check(result.trace_path)
@@ -110,7 +94,7 @@ def test_auto_capture_says_which_method_and_why_others_were_skipped(
     th = _load(loop_device, fio_available, 1.0)
     runner = CliRunner()
     res = runner.invoke(
-        app, ["trace", "capture", "--device", loop_device, "--duration", "3s", "-o", str(tmp_path / "auto")]
+        app, ["trace", "capture", "--device", loop_device, "--duration", "4s", "-o", str(tmp_path / "auto")]
     )
     th.join()
     assert res.exit_code == 0, res.output

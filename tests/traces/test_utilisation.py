@@ -117,3 +117,29 @@ def test_each_window_takes_the_nearest_measured_mix() -> None:
 def test_no_usable_points_no_correction() -> None:
     pts = _points([100.0], [0.0])
     assert learn_correction(FakeMMcDevice(MU, 1), pts, LOADS) is None
+
+
+def test_points_whose_mean_is_over_their_p99_are_left_out_and_counted() -> None:
+    rates = [100.0, 500.0, 2000.0, 5000.0]
+    mean = [200.0, 150.0, 120.0, 140.0]
+    clean = learn_correction(FakeMMcDevice(MU, 1), _points(rates, mean), LOADS)
+    # the same points plus one at 3,000 IO/s whose mean is 20x its p99 (a start-up transient)
+    pts = pd.concat([_points(rates, mean), _points([3000.0], [130.0])], ignore_index=True)
+    pts.loc[4, "latency_mean_us"] = 20 * pts.loc[4, "latency_p99_us"]
+    corr = learn_correction(FakeMMcDevice(MU, 1), pts, LOADS)
+    assert clean is not None and corr is not None
+    assert corr.left_out == {"transient": 1} and clean.left_out == {"transient": 0}
+    assert "1 open-loop point(s) left out" in corr.notes()[0] and clean.notes() == []
+    win = _windows([3000.0])
+    assert _corrected(corr, win) == pytest.approx(_corrected(clean, win))
+
+
+def test_a_corrected_p99_below_its_mean_is_raised_to_it_and_counted() -> None:
+    from traces.predict.windows import consistent_tail
+
+    values = {"mean": [10.0, 30.0], "p99": [40.0, 20.0]}
+    bounds = ("", "_lower", "_upper")
+    pred = pd.DataFrame({f"pred_latency_{m}_us{s}": v for m, v in values.items() for s in bounds})
+    assert consistent_tail(pred) == 1
+    assert pred["pred_latency_p99_us"].tolist() == [40.0, 30.0]
+    assert pred["pred_latency_p99_us_upper"].tolist() == [40.0, 30.0]

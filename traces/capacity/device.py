@@ -23,7 +23,9 @@ from modeling.errors import InvalidInput, NotFound
 from modeling.serving.batch import read_workload_csv
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
+from modeling.store.catalog import read_measurement_files
 from modeling.workload import WORKLOAD_FIELDS, Workload
+from traces.capacity.ceiling import OpenLoopCeilings, open_loop_ceilings
 from traces.capacity.mix_latency import MixCurves
 from traces.capacity.search import CapacityAnswer, search_capacity
 from traces.capacity.slo import Slo
@@ -174,14 +176,20 @@ def curves_of(
             " the open-loop curve needs them",
             details={"device": device},
         )
-    source = cached_source(datadir, device, model)
-    if ceiling != 1.0:  # a copy: the cached source is shared
+    source, measured = _cached(datadir, device, model)
+    if measured is not None:  # a copy: the cached source is shared
+        source = replace(source, notes=[*source.notes, *measured.notes()])
+    if ceiling != 1.0:
         note = f"throughput capped at {ceiling:.0%} of the model's (the load path's)"
         source = replace(source, ceiling=ceiling, notes=[*source.notes, note])
-    return MixCurves.of(model, mixes, source, arrival_cv2), model.version
+    shares = None if measured is None else measured.for_mixes(mixes)
+    mc = MixCurves.of(model, mixes, source, arrival_cv2, shares)
+    if measured is not None:
+        mc.limits = measured.limits_for(mixes)
+    return mc, model.version
 
 
-_SOURCES: OrderedDict[tuple[Any, ...], DeviceCurveSource] = OrderedDict()
+_SOURCES: OrderedDict[tuple[Any, ...], tuple[DeviceCurveSource, OpenLoopCeilings | None]] = OrderedDict()
 _SOURCES_LOCK = threading.Lock()
 SOURCE_CACHE = 1024
 """Devices whose curve source (loads, open-loop correction, swept mixes) is kept in memory."""
@@ -194,6 +202,13 @@ def cached_source(datadir: DataDir, device: str, model: Any) -> DeviceCurveSourc
     answer's time (a Parquet read and a fit per question); a new sweep or a retrain changes
     the key, so the cache is never stale.  Callers must not change the source they get.
     """
+    return _cached(datadir, device, model)[0]
+
+
+def _cached(
+    datadir: DataDir, device: str, model: Any
+) -> tuple[DeviceCurveSource, OpenLoopCeilings | None]:
+    """The device's curve source and its open-loop ceilings (:mod:`.ceiling`), cached together."""
     files = tuple(datadir.catalog.measurement_files([device])[device])
     key = (str(datadir.root), device, model.version, files)
     with _SOURCES_LOCK:
@@ -201,11 +216,13 @@ def cached_source(datadir: DataDir, device: str, model: Any) -> DeviceCurveSourc
             _SOURCES.move_to_end(key)
             return _SOURCES[key]
     source = device_source(datadir, device, model)
+    measured = (open_loop_ceilings(read_measurement_files(datadir.catalog.measurements_dir, files))
+                if source.correction is not None else None)
     with _SOURCES_LOCK:
-        _SOURCES[key] = source
+        _SOURCES[key] = (source, measured)
         while len(_SOURCES) > SOURCE_CACHE:
             _SOURCES.popitem(last=False)
-    return source
+    return source, measured
 
 
 def device_capacity(
@@ -219,9 +236,13 @@ def device_capacity(
     ceiling: float = 1.0,
 ) -> DeviceCapacity:
     """The largest offered IO/s of each mix on ``device`` that meets ``slo`` (see :mod:`.search`)."""
-    # a mix asked twice is searched once
-    codes, _ = pd.factorize(pd.MultiIndex.from_frame(mixes[list(WORKLOAD_FIELDS)].astype(float)))
-    _, first = np.unique(codes, return_index=True)  # codes number the mixes in order of appearance
+    # a mix asked twice is searched once (numpy, not a pandas MultiIndex: 7 ms of a 15 ms answer)
+    rows = mixes[list(WORKLOAD_FIELDS)].to_numpy(np.float64)
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # the distinct mixes in order of appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes, first = rank[inverse.ravel()], first[order]
     mc, version = curves_of(datadir, device, mixes.iloc[first], arrival_cv2, registry, model_version, ceiling)
     found = [search_capacity(mc, i, slo) for i in range(len(mc.mixes))]
     answers = [found[c] for c in codes]

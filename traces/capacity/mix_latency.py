@@ -23,7 +23,7 @@ import pandas as pd
 
 from modeling.workload import WORKLOAD_FIELDS
 from traces.predict.openloop import Curves, PredictsFrame, cap_curves, closed_loop_curves
-from traces.predict.queueing import steady_state
+from traces.predict.queueing import P99, ServiceCurve, burst_scale, steady_state
 from traces.predict.windows import DeviceCurveSource
 from traces.stats import GAP_CENTRES, GAP_EDGES
 
@@ -59,18 +59,30 @@ class MixCurves:
     arrival_cv2: float | np.ndarray = 1.0
     gap_hist: np.ndarray | None = None
     gap_rate: np.ndarray | None = None
+    # per mix, the share of its capacity up to which open-loop points were served in full
+    # (traces.capacity.ceiling); None: no limit
+    limits: np.ndarray | None = None
 
     @classmethod
     def of(
         cls, model: PredictsFrame, mixes: pd.DataFrame, source: DeviceCurveSource,
-        arrival_cv2: float | np.ndarray = 1.0,
+        arrival_cv2: float | np.ndarray = 1.0, shares: np.ndarray | None = None,
     ) -> MixCurves:
-        """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields)."""
+        """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields).
+
+        ``shares`` caps each mix's throughput at that share of its model capacity: what the
+        device's open-loop path was measured to serve (:mod:`traces.capacity.ceiling`).
+        """
         frame = mixes[list(WORKLOAD_FIELDS)].reset_index(drop=True)
         curves = closed_loop_curves(model, frame, source.loads, source.write_ratios or None,
                                     source.sizes or None)
         cv2 = arrival_cv2 if isinstance(arrival_cv2, np.ndarray) else float(arrival_cv2)
-        return cls(frame, cap_curves(curves, source.ceiling), source, cv2)
+        curves = cap_curves(curves, source.ceiling)
+        if shares is not None:
+            s = np.asarray(shares, np.float64)[:, None]
+            iops = {b: np.minimum(x, s * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
+            curves = Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
+        return cls(frame, curves, source, cv2)
 
     def cv2(self, i: int) -> float:
         """Mix ``i``'s burstiness."""
@@ -80,6 +92,15 @@ class MixCurves:
     def capacity(self, i: int, bound: str = "value") -> float:
         """Mix ``i``'s most IO/s under ``bound``'s curve."""
         return self.curves.curve(i, bound).capacity
+
+    def limit(self, i: int, bound: str = "value") -> float:
+        """Mix ``i``'s fastest rate vouched for by open-loop points (``inf`` without any).
+
+        One rate for every bound: it was measured, not modelled.
+        """
+        if self.limits is None:
+            return math.inf
+        return float(self.limits[i]) * self.capacity(i, "value")
 
     def max_load(self) -> float:
         """The largest in-flight count the device was measured at."""
@@ -119,11 +140,45 @@ class MixCurves:
         out = {k: np.full(len(rates), math.inf) for k in ("mean", "p99")}
         out["service"] = np.full(len(rates), curve.outstanding[0] / curve.iops[0])
         out["service_p99"] = np.full(len(rates), curve.p99_s[0])
-        for j, lam in enumerate(rates):
-            if 0 < lam < cap:
-                st = steady_state(curve, float(lam), self.cv2(i))
-                out["mean"][j], out["p99"][j] = st.mean_s, st.p99_s
+        live = (rates > 0) & (rates < cap)
+        if live.sum() == 1:  # Brent's single rates: the scalar path is faster
+            j = int(np.flatnonzero(live)[0])
+            st = steady_state(curve, float(rates[j]), self.cv2(i))
+            out["mean"][j], out["p99"][j] = st.mean_s, st.p99_s
+        elif live.any():
+            out["mean"][live], out["p99"][live] = steady_states(curve, rates[live], self.cv2(i))
         return out
+
+
+def steady_states(curve: ServiceCurve, lam: np.ndarray, ca2: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`traces.predict.queueing.steady_state`'s mean and p99 (s) at many rates below capacity
+    at once (a search's grid): the same arithmetic as arrays (a test holds them equal)."""
+    L, X = curve.outstanding, curve.iops
+    # the fluid fixed point: QD1's response time below X[0], else log-log between the loads
+    # around the first one whose IO/s reaches the rate
+    i = np.clip(np.searchsorted(np.maximum.accumulate(X), lam, side="left"), 1, len(X) - 1)
+    x0, x1 = np.log(X[i - 1]), np.log(X[i])
+    t = (np.log(lam) - x0) / np.where(x1 != x0, x1 - x0, 1.0)
+    t = np.where(x1 != x0, np.clip(t, 0.0, 1.0), 1.0)
+    between = np.exp(np.log(L[i - 1]) + t * (np.log(L[i]) - np.log(L[i - 1])))
+    lf = np.where(lam <= X[0], lam * L[0] / X[0], between)
+    # Poisson arrivals on the flow-equivalent server mu(n), with a geometric tail beyond the last count
+    cap = curve.capacity
+    top = max(int(math.ceil(L[-1])), 1)
+    mu = curve.rate(np.arange(1, top + 1, dtype=np.float64))
+    mu[-1] = cap
+    logp = np.concatenate([np.zeros((len(lam), 1)),
+                           np.cumsum(np.log(lam)[:, None] - np.log(mu)[None, :], axis=1)], axis=1)
+    p = np.exp(logp - logp.max(axis=1, keepdims=True))
+    r = lam / cap
+    tail_mass = p[:, -1] * r / (1 - r)
+    tail_mean = p[:, -1] * (top * r / (1 - r) + r / (1 - r) ** 2)
+    inflight = (p @ np.arange(top + 1) + tail_mean) / (p.sum(axis=1) + tail_mass)
+    r_fluid = lf / lam
+    wait = np.maximum(inflight / lam - r_fluid, 0.0) * burst_scale(ca2)
+    mean = r_fluid + wait
+    p99_service = np.interp(np.maximum(lf, L[0]), L, curve.p99_s)
+    return mean, np.maximum(p99_service + wait * math.log(1 / (1 - P99)), mean)
 
 
 

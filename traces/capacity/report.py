@@ -114,6 +114,8 @@ def _table(answers: dict[str, DeviceCapacity], mixes: pd.DataFrame) -> str:
                 text = f"never (lightest load p99 {format_us(a.latency_p99_us, 3)})"
             elif a.outcome == "saturation":
                 text = f"{a.iops:,.0f} (saturates first)"
+            elif a.outcome == "measured":
+                text = f"{a.iops:,.0f} (fastest open-loop point)"
             else:
                 text = f"{a.iops:,.0f} ({a.utilisation:.0%}; {escape(a.binding or '')})"
             cells.append(f"<td>{text}</td>")

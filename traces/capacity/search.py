@@ -7,11 +7,14 @@ that meets the targets (the latency curve is smooth there; Brent keeps bisection
 guarantee).  One answer is about 20 latency evaluations per bound, each arithmetic on a
 curve the model gave once (:mod:`traces.capacity.mix_latency`).
 
-Three outcomes:
+Four outcomes:
 
 * ``limited``: a target binds below capacity; the answer is the rate where it does.
 * ``saturation``: the targets hold even at 99.9 % of the capacity: the device runs out of
   throughput before it breaks them, and the answer is its capacity.
+* ``measured``: the targets hold up to the fastest open-loop point the device served in full
+  (:mod:`traces.capacity.ceiling`), below its capacity; above it nothing was measured, so the
+  answer stops there.
 * ``never``: no load meets them; the answer carries the lightest load's latency.
 
 The lightest load is searched too because latency need not rise with the rate: between
@@ -44,7 +47,7 @@ GRID = np.concatenate([np.geomspace(LIGHTEST, 0.5, 6), 1 - np.geomspace(0.5, NEA
 REL_TOL = {"value": 1e-5, "lower": 1e-3, "upper": 1e-3}
 """Relative precision of the answer's rate per bound: far finer than any model's accuracy (it costs
 a few evaluations); the interval's ends need less."""
-OUTCOMES = ("limited", "saturation", "never")
+OUTCOMES = ("limited", "saturation", "measured", "never")
 
 
 @dataclass(frozen=True)
@@ -63,23 +66,33 @@ def _ratios(at: LatencyAt, slo: Slo) -> np.ndarray:
 
 def _search(mc: MixCurves, i: int, slo: Slo, bound: str) -> _Found:
     cap = mc.capacity(i, bound)
-    grid = mc.latency(i, GRID * cap, bound)
+    top = mc.limit(i, bound)
+    rates = GRID * cap
+    stop = top < cap * (1 - NEAR_SATURATION)  # the open-loop points vouch for less than the capacity
+    if stop:
+        rates = np.append(rates[rates < top], top)
+    grid = mc.latency(i, rates, bound)
     worst = _ratios(grid, slo).max(axis=0)
     ok = worst <= 1
     if ok[-1]:
-        return _Found("saturation", cap, _pick(grid, -1), None)
+        return _Found("measured", top, _pick(grid, -1), None) if stop else _Found(
+            "saturation", cap, _pick(grid, -1), None)
     if not ok.any():
         return _Found("never", 0.0, _pick(grid, 0), None)
     j = int(np.flatnonzero(ok)[-1])
     fails_below = float(grid.rates[j]) if not ok[:j].all() else None
 
     def excess(log_rate: float) -> float:
+        # finite for Brent: a saturated (inf) or undefined (NaN: a zero p99 part times an infinite
+        # wait) latency counts as far over the targets
         at = mc.latency(i, np.array([math.exp(log_rate)]), bound)
-        return float(np.log(_ratios(at, slo).max()))
+        return float(np.nan_to_num(np.log(_ratios(at, slo).max()), nan=50.0, posinf=50.0))
 
     lo, hi = math.log(grid.rates[j]), math.log(grid.rates[j + 1])
     tol = REL_TOL[bound]
-    root = lo if worst[j] == 1 else brentq(excess, lo, hi, xtol=tol)
+    # Brent needs a sign change: rounding at a cell edge (exp(log(rate))) can take it away
+    bracketed = worst[j] < 1 and excess(lo) <= 0 < excess(hi)
+    root = brentq(excess, lo, hi, xtol=tol) if bracketed else lo
     # the side of the root that meets the targets: Brent lands within xtol of it, either side
     for x in (root, root - tol, lo):
         at = mc.latency(i, np.array([math.exp(x)]), bound)
@@ -136,6 +149,10 @@ def search_capacity(mc: MixCurves, i: int, slo: Slo, interval: bool = True) -> C
     if v.outcome == "saturation":
         notes.append(f"meets {slo} even at saturation: throughput ({cap:,.0f} IO/s), not latency,"
                      " is the limit")
+    elif v.outcome == "measured":
+        notes.append(f"meets {slo} up to {v.iops:,.0f} IO/s ({v.iops / cap:.0%} of capacity), the fastest"
+                     " open-loop rate measured at this mix; above it nothing was measured (sweep open-loop"
+                     " points nearer saturation, e.g. --open-loop 0.1,0.3,0.6,0.9,0.95,1.2)")
     elif v.outcome == "never":
         stats = ", ".join(f"{t.statistic} {format_us(float(v.at.column(t.column)[0]), 3)}"
                           for t in slo.targets)
@@ -171,7 +188,7 @@ def _beyond_measured(mc: MixCurves, i: int, found: _Found, notes: list[str]) -> 
     if correction is None:
         reasons.append("the device has no open-loop points: the latency under load is the closed-loop"
                        " method's alone")
-    elif found.outcome != "never":
+    elif found.outcome != "never" and mc.limits is None:  # with limits the answer never passes them
         fastest = _fastest_measured(mc, i)
         if found.iops > fastest * (1 + REL_TOL["value"]):
             reasons.append(f"{found.iops:,.0f} IO/s is above the fastest open-loop point measured at the"

@@ -85,9 +85,11 @@ class CapacityAnswerOut(BaseModel):
 
     workload: dict[str, float | int] = Field(description="the mix, defaults filled in")
     slo: str
-    outcome: Literal["limited", "saturation", "never"] = Field(
+    outcome: Literal["limited", "saturation", "measured", "never"] = Field(
         description="`limited`: a target binds below capacity; `saturation`: the targets hold even at "
-        "saturation (the answer is the capacity); `never`: no load meets them (the answer is 0 and the "
+        "saturation (the answer is the capacity); `measured`: they hold up to the fastest open-loop "
+        "point served in full, below capacity, and the answer stops there; `never`: no load meets them "
+        "(the answer is 0 and the "
         "latencies are the lightest load's)"
     )
     iops: float = Field(description="the largest offered IO/s whose predicted latency meets every target")

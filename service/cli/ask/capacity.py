@@ -81,7 +81,8 @@ MAX_TABLES = 20
 def answer_table(a: CapacityAnswer, title: str) -> object:
     """One answer: max IO/s, MiB/s, interval, in flight, utilisation, binding target, beyond measured."""
     table = cli_table("", "", title=title, show_header=False)
-    binds = {"saturation": "none: throughput is the limit", "never": "every load breaks it"}
+    binds = {"saturation": "none: throughput is the limit", "never": "every load breaks it",
+             "measured": "none up to the fastest open-loop point"}
     lat = "lightest-load latency" if a.outcome == "never" else "latency there"
     rows = [
         ("max IO/s", _rate(a.iops)),
@@ -131,7 +132,8 @@ def print_fleet(result: FleetCapacity) -> None:
             title=f"{_mix_text(mix['workload'])} under {result.slo}{burst}",
         )
         for r in mix["ranking"]:
-            binds = {"saturation": "none (saturates)", "never": "never met"}.get(r["outcome"], r["binding"])
+            binds = {"saturation": "none (saturates)", "never": "never met",
+                     "measured": "none (measured)"}.get(r["outcome"], r["binding"])
             mark = "" if r["open_loop_points"] else " *"
             table.add_row(
                 str(r["rank"]),
@@ -228,7 +230,8 @@ def print_headroom(h: TraceHeadroom) -> None:
         title="the windows that break first",
     )
     for w in h.breaking_first:
-        binds = {"saturation": "none (saturates)", "never": "never met"}.get(w["outcome"], w["binding"])
+        binds = {"saturation": "none (saturates)", "never": "never met",
+                     "measured": "none (measured)"}.get(w["outcome"], w["binding"])
         table.add_row(
             str(w["window"]),
             f"{w['window_start_s']:.3f}",

@@ -1,0 +1,165 @@
+"""The open-loop path's own throughput caps the capacity: points offered beyond what it serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modeling.store import DataDir
+from tests.service.utils import quick_train
+from tests.traces.fake_devices import FakeMMcDevice, window_table
+from tests.traces.conftest import synthetic_rows as rows
+from tests.traces.test_capacity_fleet import open_loop_points
+from traces.capacity.ceiling import open_loop_ceilings
+from traces.capacity.device import device_capacity, mix_table, parse_mix
+from traces.capacity.mix_latency import LatencyAt, MixCurves
+from traces.capacity.search import search_capacity
+from traces.capacity.slo import parse_slo
+from traces.predict.windows import DeviceCurveSource
+
+MIX = "write_ratio=0.5,request_size=4k,randomness=1"
+CAP = 2e9 / 4096  # the closed-loop capacity of rows(1.0) at MIX: its bandwidth limit
+
+
+def saturated_point(offered: float, served: float) -> dict[str, float]:
+    """An open-loop point at MIX served less than it was offered."""
+    base = open_loop_points(1.0)[-1]
+    return {**base, "offered_iops": offered, "iops": served, "bandwidth_mib_s": served * 4096 / 2**20}
+
+
+def test_a_saturated_point_gives_its_mix_a_share_and_the_nearest_mix_takes_it() -> None:
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + [saturated_point(1.2 * CAP, 0.85 * CAP)])
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None
+    assert ceilings.shares.tolist() == pytest.approx([0.85])
+    # the fastest point served in full: open_loop_points' 0.8 of its M/M/1 rate, a share of CAP
+    fastest = max(p["offered_iops"] for p in open_loop_points(1.0))
+    assert ceilings.limits.tolist() == pytest.approx([fastest / CAP])
+    # any mix asked takes the nearest measured mix's share; its limit is a share of the capped capacity
+    asked = mix_table([parse_mix(MIX), parse_mix("write_ratio=1,request_size=64k,randomness=0")])
+    assert ceilings.for_mixes(asked).tolist() == pytest.approx([0.85, 0.85])
+    assert ceilings.limits_for(asked).tolist() == pytest.approx([fastest / CAP / 0.85] * 2)
+    assert any("served 85%" in n for n in ceilings.notes())
+
+
+def test_points_served_in_full_give_a_limit_and_no_ceiling() -> None:
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + [saturated_point(0.9 * CAP, 0.96 * 0.9 * CAP)])
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None and ceilings.shares.tolist() == [1.0]
+    assert ceilings.limits.tolist() == pytest.approx([0.9])
+    assert not any("beyond saturation" in n for n in ceilings.notes())
+    assert open_loop_ceilings(pd.DataFrame(rows(1.0))) is None  # no open-loop points at all
+
+
+def test_the_search_stops_at_the_limit_and_says_so() -> None:
+    mu = 10_000.0
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    mc = MixCurves.of(FakeMMcDevice(mu, 1), window_table([1.0]), source)
+    mc.limits = np.array([0.7])
+    loose = search_capacity(mc, 0, parse_slo("p99<=100s"))
+    assert loose.outcome == "measured" and loose.iops == pytest.approx(0.7 * mu) and loose.binding is None
+    assert loose.iops_lower <= loose.iops <= loose.iops_upper == pytest.approx(0.7 * mu)
+    assert any("fastest open-loop rate measured" in n for n in loose.notes)
+    # a target that binds below the limit is answered as without it: mu - ln(100) / t
+    tight = search_capacity(mc, 0, parse_slo("p99<=1ms"))
+    assert tight.outcome == "limited" and tight.iops == pytest.approx(mu - math.log(100) / 1e-3, rel=1e-4)
+
+
+def test_a_share_caps_the_curve_and_a_saturation_answer_with_it() -> None:
+    mu = 10_000.0
+    dev = FakeMMcDevice(mu, 1)
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    capped = MixCurves.of(dev, window_table([1.0]), source, 1.0, np.array([0.8]))
+    assert capped.capacity(0) == pytest.approx(0.8 * mu)
+    answer = search_capacity(capped, 0, parse_slo("p99<=100s"))
+    assert answer.outcome == "saturation" and answer.iops == pytest.approx(0.8 * mu)
+    # one exponential server capped at 0.8 mu is the M/M/1 of rate 0.8 mu
+    light = np.array([0.2 * mu])
+    assert capped.latency(0, light).mean_us[0] == pytest.approx(1e6 / (0.8 * mu - 0.2 * mu))
+    # ... and at the cap there is no steady state
+    assert np.isinf(capped.latency(0, np.array([0.8 * mu])).mean_us[0])
+
+
+@pytest.fixture(scope="module")
+def two_devices(tmp_path_factory: pytest.TempPathFactory) -> DataDir:
+    """``plain`` (open-loop points served in full) and ``capped`` (the same, plus a point offered
+    1.2x its capacity and served 0.85x): one sweep each, real CART models."""
+    d = DataDir(tmp_path_factory.mktemp("ceiling-home"))
+    for name, extra in (("plain", []), ("capped", [saturated_point(1.2 * CAP, 0.85 * CAP)])):
+        d.catalog.ensure_device(name)
+        d.catalog.add_measurements(name, rows(1.0) + open_loop_points(1.0) + extra)
+        quick_train(d, name)
+    return d
+
+
+def test_device_capacity_takes_the_open_loop_ceiling_and_says_so(two_devices: DataDir) -> None:
+    mixes, slo = mix_table([parse_mix(MIX)]), parse_slo("p99<=10s")
+    plain = device_capacity(two_devices, "plain", mixes, slo)
+    capped = device_capacity(two_devices, "capped", mixes, slo)
+    a, b = plain.answers[0], capped.answers[0]
+    assert b.capacity_iops == pytest.approx(0.85 * a.capacity_iops, rel=1e-6)
+    assert any("beyond saturation were served 85%" in n for n in capped.notes), capped.notes
+    assert not any("beyond saturation" in n for n in plain.notes)
+    # both stop at the fastest point served in full, the same rate
+    fastest = max(p["offered_iops"] for p in open_loop_points(1.0))
+    assert a.outcome == b.outcome == "measured"
+    assert a.iops == pytest.approx(fastest * a.capacity_iops / CAP, rel=1e-6)
+    assert b.iops == pytest.approx(a.iops, rel=1e-6)
+
+
+def test_the_ceiling_follows_the_bench_reference_layout(tmp_path: Path) -> None:
+    # closed-loop and open-loop points in separate sweeps (as `sweep` then `sweep --open-loop`
+    # store them): the newest open-loop sweep's saturated point still counts
+    d = DataDir(tmp_path)
+    d.catalog.ensure_device("two")
+    d.catalog.add_measurements("two", rows(1.0))
+    d.catalog.add_measurements("two", open_loop_points(1.0) + [saturated_point(1.2 * CAP, 0.9 * CAP)])
+    ceilings = open_loop_ceilings(d.catalog.measurements("two"))
+    assert ceilings is not None and ceilings.shares.tolist() == pytest.approx([0.9])
+
+
+def test_an_undefined_latency_counts_as_over_the_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a zero p99 part times an infinite wait is NaN: the search treats it as a failing rate
+    # (it crashed in Brent's method on the throttled reference before)
+    mu = 10_000.0
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    mc = MixCurves.of(FakeMMcDevice(mu, 1), window_table([1.0]), source)
+    real = mc.latency
+
+    def latency(i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
+        at = real(i, rates, bound)
+        bad = np.asarray(rates) > 0.6 * mu
+        return LatencyAt(
+            at.rates, np.where(bad, np.nan, at.mean_us), np.where(bad, np.nan, at.p99_us), at.inflight
+        )
+
+    monkeypatch.setattr(mc, "latency", latency)
+    answer = search_capacity(mc, 0, parse_slo("p99<=100s"))
+    assert answer.outcome == "limited" and 0.5 * mu < answer.iops <= 0.6 * mu
+
+
+@pytest.mark.parametrize("servers", [1, 4])
+@pytest.mark.parametrize("ca2", [1.0, 4.0])
+def test_the_grid_steady_states_equal_the_scalar_ones(servers: int, ca2: float) -> None:
+    # the search's grid goes through the array form; Brent's single rates through the scalar one
+    from traces.capacity.mix_latency import steady_states
+    from traces.predict.queueing import steady_state
+
+    mu = 10_000.0
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    mc = MixCurves.of(FakeMMcDevice(mu, servers), window_table([1.0]), source, ca2)
+    curve = mc.curves.curve(0, "value")
+    rates = np.concatenate(
+        [np.geomspace(1.0, 0.5 * curve.capacity, 7), curve.capacity * (1 - np.geomspace(0.5, 1e-4, 7))]
+    )
+    mean, p99 = steady_states(curve, rates, ca2)
+    for r, m, p in zip(rates, mean, p99, strict=True):
+        st = steady_state(curve, float(r), ca2)
+        assert m == pytest.approx(st.mean_s, rel=1e-9) and p == pytest.approx(st.p99_s, rel=1e-9)

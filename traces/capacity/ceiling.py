@@ -1,0 +1,114 @@
+"""The open-loop path's own throughput, from open-loop points offered beyond what it serves.
+
+A capacity answer is an offered rate, so the throughput it runs out of is what an open-loop
+stream gets served, not the closed-loop sweep's best.  They differ on a CPU-bound device:
+on the zram reference (2 cores) fio's 16 rate-limited psync lanes spend CPU on their timers,
+and 1 MiB random reads offered 1.0x and 1.25x the closed-loop capacity (10,223 IO/s) were
+served 90 % and 89 % of it; below that every open-loop point is served in full and its
+latency is flat, so the capacity search answered "meets at saturation" at 10,223 IO/s, a
+rate the open-loop path never serves.
+
+An open-loop point served under :data:`~traces.predict.utilisation.MIN_SERVED` of its offered
+rate measured that throughput (the correction leaves such points out).  Per measured mix, the
+most IO/s its saturated points were served, over the most its closed-loop points reached, is
+the share of the model's capacity an open-loop stream gets (the *ceiling*); a mix asked about
+takes the share of the nearest measured mix (the correction's distance).  A device without
+such points keeps the model's capacity: a sweep with an open-loop fraction above 1
+(``--open-loop 0.1,0.3,0.6,0.9,0.95,1.2``) measures them.
+
+The fastest point served in full bounds the answer too (the *limit*): above it nothing was
+measured, and the latency there is the model's guess at a knee it never saw.  On the throttled
+reference (a token bucket at 2,000 IO/s) 4 KiB reads measured a p99 of 16 us at 90 % of the
+rate, 1.8 ms at 95 % and 65 ms at 100 %, where the method, fitted on points up to 90 %, predicted
+19 us up to saturation.  So the search stops at the limit (outcome ``measured``), and a sweep
+with points nearer saturation moves it up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
+from traces.predict.utilisation import KEY, MIN_SERVED
+from traces.predict.windows import newest_open_loop
+
+WEIGHTS = np.array([1.0, 0.25, 1.0])
+"""A size doubling counts as much as a quarter of the write-ratio range (the correction's distance)."""
+
+
+def _keys(frame: pd.DataFrame) -> np.ndarray:
+    return np.column_stack([
+        frame["write_ratio"].to_numpy(np.float64),
+        np.log2(frame["request_size"].to_numpy(np.float64)),
+        frame["randomness"].to_numpy(np.float64),
+    ])
+
+
+@dataclass(frozen=True)
+class OpenLoopCeilings:
+    """Per measured mix, as shares of its closed-loop capacity: the open-loop path's throughput
+    (``shares``: 1 without a saturated point) and the fastest offered rate served in full
+    (``limits``)."""
+
+    keys: np.ndarray  # (g, 3): write ratio, log2 size, randomness
+    shares: np.ndarray  # (g,) in (0, 1]
+    limits: np.ndarray  # (g,) > 0
+
+    def nearest(self, mixes: pd.DataFrame) -> np.ndarray:
+        """Each mix's nearest measured mix."""
+        dist = (np.abs(_keys(mixes)[:, None, :] - self.keys[None, :, :]) * WEIGHTS).sum(axis=2)
+        return np.argmin(dist, axis=1)  # type: ignore[no-any-return]
+
+    def for_mixes(self, mixes: pd.DataFrame) -> np.ndarray:
+        """Each mix's ceiling: the nearest measured mix's."""
+        return self.shares[self.nearest(mixes)]  # type: ignore[no-any-return]
+
+    def limits_for(self, mixes: pd.DataFrame) -> np.ndarray:
+        """Each mix's limit as a share of its capacity once capped at the ceiling (at most 1)."""
+        g = self.nearest(mixes)
+        return np.minimum(self.limits[g] / self.shares[g], 1.0)  # type: ignore[no-any-return]
+
+    def notes(self) -> list[str]:
+        """What the answers rest on, one line each."""
+        def span(x: np.ndarray) -> str:
+            lo, hi = float(x.min()), float(x.max())
+            return f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{lo:.0%}-{hi:.0%}"
+
+        out = []
+        capped = self.shares < 1
+        if capped.any():
+            out.append(f"open-loop points offered beyond saturation were served {span(self.shares[capped])}"
+                       " of the closed-loop capacity: an offered rate's throughput is capped there")
+        out.append(f"answers stop at the fastest open-loop point served in full ({span(self.limits)} of the"
+                   " closed-loop capacity): above it nothing was measured")
+        return out
+
+
+def open_loop_ceilings(frame: pd.DataFrame) -> OpenLoopCeilings | None:
+    """The ceilings and limits of a device's measurements (its newest open-loop points); None
+    without an open-loop point served in full."""
+    ol = newest_open_loop(frame)
+    closed = closed_loop_rows(frame)
+    if ol.empty or "iops" not in ol or closed.empty or "iops" not in closed:
+        return None
+    full = ol["iops"] >= MIN_SERVED * ol[OFFERED]
+
+    def by_mix(rows: pd.DataFrame, column: str) -> pd.Series:
+        key = [rows["write_ratio"].astype(float).round(3), rows["request_size"].astype(float),
+               rows["randomness"].astype(float).round(3)]
+        return rows.groupby(key)[column].max()
+
+    capacity = by_mix(closed, "iops")
+    fastest = by_mix(ol[full], OFFERED)
+    both = fastest.index.intersection(capacity.index)
+    if both.empty:
+        return None
+    served = by_mix(ol[~full], "iops").reindex(both)
+    cap = capacity.loc[both].to_numpy(np.float64)
+    shares = np.clip(np.nan_to_num(served.to_numpy(np.float64) / cap, nan=1.0), 1e-3, 1.0)
+    limits = np.minimum(fastest.loc[both].to_numpy(np.float64) / cap, shares)
+    keys = pd.DataFrame(list(both), columns=list(KEY))
+    return OpenLoopCeilings(_keys(keys), shares, limits)
