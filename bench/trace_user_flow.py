@@ -181,8 +181,22 @@ def _pct(v: Any) -> str:
     return "  n/a" if v is None or not np.isfinite(v) else f"{v * 100:5.1f}%"
 
 
-def run_reference(kind: str, s: dict[str, Any], out: Path) -> list[dict[str, Any]]:
-    """The whole user flow on one reference, both plans; one row per trace."""
+SUBSETS = ("shared", "poisson", "h2")
+
+
+def pick(s: dict[str, Any], subsets: tuple[str, ...]) -> dict[str, Any]:
+    """The settings cut to the trace ``subsets`` (shared, poisson, h2): one quiet run each."""
+    unknown = set(subsets) - set(SUBSETS)
+    if unknown or not subsets:
+        bad = ", ".join(sorted(unknown)) or "(none)"
+        raise SystemExit(f"unknown trace subset(s) {bad}: use {', '.join(SUBSETS)}")
+    return {**s, "shared": s["shared"] if "shared" in subsets else (),
+            "processes": tuple(p for p in s["processes"] if p in subsets)}
+
+
+def run_reference(kind: str, s: dict[str, Any], out: Path, keep: bool = False) -> list[dict[str, Any]]:
+    """The whole user flow on one reference, both plans; one row per trace (``keep``: leave the data
+    directory, to predict its traces again)."""
     home = Path(tempfile.mkdtemp(prefix=f"bench-flow-{kind}-"))
     log = out / f"{kind}-commands.log"
     created = ssdpredict(home, "reference", "create", *REFERENCES[kind][0], "--size", "256MiB", log=log)
@@ -191,8 +205,10 @@ def run_reference(kind: str, s: dict[str, Any], out: Path) -> list[dict[str, Any
     try:
         print(f"  reference {ref} ({kind}); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         traces = shared_traces(s["shared"], s["wsrch_s"], out)
-        synth, cap = synthetic_traces(ref, kind, s, out / f"{kind}-synthetic")
-        traces += synth
+        cap = float("nan")
+        if s["processes"]:
+            synth, cap = synthetic_traces(ref, kind, s, out / f"{kind}-synthetic")
+            traces += synth
         flows = _flows(ref, [t for t, _ in traces], s)
         for flow, args in flows.items():
             device = f"{kind}-{flow}"
@@ -229,7 +245,10 @@ def run_reference(kind: str, s: dict[str, Any], out: Path) -> list[dict[str, Any
             print_row(row)
     finally:
         ssdpredict(home, "reference", "destroy", ref, log=log)
-        shutil.rmtree(home, ignore_errors=True)
+        if keep:
+            print(f"  data directory kept: {home}")
+        else:
+            shutil.rmtree(home, ignore_errors=True)
     return rows
 
 
@@ -274,26 +293,29 @@ def summary(rows: list[dict[str, Any]]) -> None:
     )
 
 
-def run(quick: bool, out: Path, kinds: tuple[str, ...] = ("zram", "throttled")) -> None:
-    """Both references (see the module docstring); results in ``out/user-flow.json``."""
+def run(quick: bool, out: Path, kinds: tuple[str, ...] = ("zram", "throttled"),
+        subsets: tuple[str, ...] = SUBSETS, keep: bool = False) -> None:
+    """Both references (see the module docstring), the trace ``subsets``; results in out/user-flow.json."""
     unknown = set(kinds) - set(REFERENCES)
     if unknown:
         known = ", ".join(REFERENCES)
         raise SystemExit(f"unknown reference kind(s) {', '.join(sorted(unknown))}: use {known}")
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
-    s = SETTINGS["quick" if quick else "full"]
+    s = pick(SETTINGS["quick" if quick else "full"], subsets)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    print(f"user flow ({'quick' if quick else 'full'}), results in {out}")
+    print(f"user flow ({'quick' if quick else 'full'}; traces: {', '.join(subsets)}), results in {out}; "
+          f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     rows: list[dict[str, Any]] = []
     for kind in kinds:
         print(f"reference {kind}:")
         print(HEADER)
-        mine = run_reference(kind, s, out)
+        mine = run_reference(kind, s, out, keep)
         rows += mine
         summary(mine)
         (out / "user-flow.json").write_text(json.dumps(rows, indent=1, default=str))
     print("all references:")
     summary(rows)
+    print(f"load average at the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"done in {time.time() - t0:.0f} s; per-window tables, commands and their stderr in {out}")

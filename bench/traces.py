@@ -251,6 +251,10 @@ def main() -> None:
                     " (bench/trace_user_flow.py)")
     ap.add_argument("--references", default="zram,throttled",
                     help="with --user-flow: which references, in order (zram, throttled)")
+    ap.add_argument("--traces", default="shared,poisson,h2",
+                    help="with --user-flow: which traces (shared, poisson, h2): one quiet run each")
+    ap.add_argument("--keep-home", action="store_true",
+                    help="with --user-flow: keep each reference's data directory (to predict again)")
     ap.add_argument("--quick", action="store_true",
                     help="with --reference: the short version (~7 min); with --device: a 10 s wsrch cut;"
                     " with --user-flow: one shared trace and one synthetic one per reference")
@@ -268,8 +272,10 @@ def main() -> None:
         from trace_user_flow import run as run_user_flow
 
         kinds = tuple(k.strip() for k in args.references.split(","))
-        out = args.out.with_name("bench-trace-user-flow" + ("" if len(kinds) > 1 else f"-{kinds[0]}"))
-        run_user_flow(args.quick, out, kinds)
+        subsets = tuple(t.strip() for t in args.traces.split(","))
+        out = args.out.with_name("bench-trace-user-flow" + ("" if len(kinds) > 1 else f"-{kinds[0]}")
+                                 + ("" if len(subsets) == 3 else f"-{'-'.join(subsets)}"))
+        run_user_flow(args.quick, out, kinds, subsets, args.keep_home)
     if args.device:
         if args.home is None:
             ap.error("--device needs --home")

@@ -132,3 +132,14 @@ def test_points_whose_mean_is_over_their_p99_are_left_out_and_counted() -> None:
     assert "1 open-loop point(s) left out" in corr.notes()[0] and clean.notes() == []
     win = _windows([3000.0])
     assert _corrected(corr, win) == pytest.approx(_corrected(clean, win))
+
+
+def test_a_corrected_p99_below_its_mean_is_raised_to_it_and_counted() -> None:
+    from traces.predict.windows import consistent_tail
+
+    values = {"mean": [10.0, 30.0], "p99": [40.0, 20.0]}
+    bounds = ("", "_lower", "_upper")
+    pred = pd.DataFrame({f"pred_latency_{m}_us{s}": v for m, v in values.items() for s in bounds})
+    assert consistent_tail(pred) == 1
+    assert pred["pred_latency_p99_us"].tolist() == [40.0, 30.0]
+    assert pred["pred_latency_p99_us_upper"].tolist() == [40.0, 30.0]
