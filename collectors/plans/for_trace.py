@@ -39,6 +39,8 @@ REPLAY_LANES = 16  # traces.replay.run.DEFAULT_LANES: a trace without latencies 
 MAX_LANES = 64  # traces.replay.run.MAX_LANES
 DEFAULT_BUDGET = 48
 OWN_RATE_QUANTILES = (0.5, 0.95)
+# modeling.training.fit.MIN_ROWS: a model needs this many closed-loop points
+TRAIN_MIN_POINTS = 8
 FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
 
 
@@ -201,9 +203,33 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
     unique = list(dict.fromkeys(points))
     notes = [f"{len(win)} windows of {len(traces)} trace(s) in {len(mixes)} mixes x {len(ladder)} loads "
              f"({', '.join(map(str, ladder))} psync jobs); sizes rounded to {block_size} B"]
+    unique += bracket(mixes, ladder, unique, block_size, budget, notes)
     closed = Plan("for-trace", tuple(unique), settings={"budget": budget, "block_size": block_size,
                                                          "lanes": lanes})
     return TracePlan(closed, mixes, lanes, ladder, notes=notes)
+
+
+def bracket(mixes: list[MixSpec], ladder: list[int], points: list[Workload], block_size: int, budget: int,
+            notes: list[str]) -> list[Workload]:
+    """Ladders at twice, half, four times ... the heaviest mix's sizes, while the plan has fewer than
+    :data:`TRAIN_MIN_POINTS` closed-loop points and the budget allows a whole ladder more.
+
+    Traces of one mix (a synthetic Poisson trace: 4 KiB random reads) give one ladder of 5
+    points, under what ``train`` needs (8); sizes around the trace's own give the model
+    something to interpolate between.  A note says what was added.
+    """
+    heavy = max(mixes, key=lambda m: m.share).workload
+    added: list[Workload] = []
+    for factor in (2.0, 0.5, 4.0, 0.25, 8.0):
+        if len(points) + len(added) >= TRAIN_MIN_POINTS or len(points) + len(added) + len(ladder) > budget:
+            break
+        sizes = {f: int(getattr(heavy, f) * factor) for f in ("request_size", "read_size", "write_size")}
+        if min(sizes.values()) < block_size or max(sizes.values()) > MAX_REQUEST_SIZE:
+            continue
+        added += [heavy.model_copy(update={**sizes, "numjobs": n}) for n in ladder]
+        notes.append(f"the traces' mixes give {len(points)} closed-loop points, under the {TRAIN_MIN_POINTS} "
+                     f"a model needs: the heaviest mix's ladder added at {factor:g}x its sizes")
+    return added
 
 
 def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from collectors.plans.for_trace import FRACTIONS, open_loop_points, plan_for_traces
+from collectors.plans.for_trace import FRACTIONS, TRAIN_MIN_POINTS, open_loop_points, plan_for_traces
+from modeling.training.fit import MIN_ROWS
 from modeling.errors import InvalidInput, NoData
 from tests.conftest import TEST_DATA, data_path
 from traces.characterize import characterize
@@ -38,9 +39,15 @@ def test_plan_covers_the_traces_mixes_in_psync_lanes_within_the_budget() -> None
 def test_fewer_distinct_mixes_than_the_budget_plans_each_once() -> None:
     tpcc = _char("tpcc-small.trace")  # one window
     plan = plan_for_traces([tpcc], budget=100, block_size=512)
-    assert len(plan.mixes) == 1 and len(plan.closed) == 5
+    assert len(plan.mixes) == 1
     w = plan.mixes[0].workload
     assert 0.3 < w.write_ratio < 0.45 and w.request_size == 8192
+    # one ladder is 5 points, under the 8 a model trains on: the ladder at twice the sizes is added
+    assert TRAIN_MIN_POINTS == MIN_ROWS
+    assert len(plan.closed) == 10 and sorted({p.request_size for p in plan.closed.points}) == [8192, 16384]
+    assert any("at 2x its sizes" in n for n in plan.notes)
+    # ... within the budget only: the user's 5 points stay 5
+    assert len(plan_for_traces([tpcc], budget=9, block_size=512).closed) == 5
 
 
 def test_open_loop_rates_are_own_rates_and_fractions_of_measured_capacity() -> None:

@@ -236,9 +236,13 @@ def device_capacity(
     ceiling: float = 1.0,
 ) -> DeviceCapacity:
     """The largest offered IO/s of each mix on ``device`` that meets ``slo`` (see :mod:`.search`)."""
-    # a mix asked twice is searched once
-    codes, _ = pd.factorize(pd.MultiIndex.from_frame(mixes[list(WORKLOAD_FIELDS)].astype(float)))
-    _, first = np.unique(codes, return_index=True)  # codes number the mixes in order of appearance
+    # a mix asked twice is searched once (numpy, not a pandas MultiIndex: 7 ms of a 15 ms answer)
+    rows = mixes[list(WORKLOAD_FIELDS)].to_numpy(np.float64)
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # the distinct mixes in order of appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    codes, first = rank[inverse.ravel()], first[order]
     mc, version = curves_of(datadir, device, mixes.iloc[first], arrival_cv2, registry, model_version, ceiling)
     found = [search_capacity(mc, i, slo) for i in range(len(mc.mixes))]
     answers = [found[c] for c in codes]

@@ -83,12 +83,16 @@ def _search(mc: MixCurves, i: int, slo: Slo, bound: str) -> _Found:
     fails_below = float(grid.rates[j]) if not ok[:j].all() else None
 
     def excess(log_rate: float) -> float:
+        # finite for Brent: a saturated (inf) or undefined (NaN: a zero p99 part times an infinite
+        # wait) latency counts as far over the targets
         at = mc.latency(i, np.array([math.exp(log_rate)]), bound)
-        return float(np.log(_ratios(at, slo).max()))
+        return float(np.nan_to_num(np.log(_ratios(at, slo).max()), nan=50.0, posinf=50.0))
 
     lo, hi = math.log(grid.rates[j]), math.log(grid.rates[j + 1])
     tol = REL_TOL[bound]
-    root = lo if worst[j] == 1 else brentq(excess, lo, hi, xtol=tol)
+    # Brent needs a sign change: rounding at a cell edge (exp(log(rate))) can take it away
+    bracketed = worst[j] < 1 and excess(lo) <= 0 < excess(hi)
+    root = brentq(excess, lo, hi, xtol=tol) if bracketed else lo
     # the side of the root that meets the targets: Brent lands within xtol of it, either side
     for x in (root, root - tol, lo):
         at = mc.latency(i, np.array([math.exp(x)]), bound)
