@@ -151,7 +151,7 @@ def _whole(value: float) -> float:
 
 def _strict_type(limit: FieldLimit) -> Any:
     """The strict (JSON number) type of one batch value of a workload field."""
-    number = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
+    number: Any = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
     if limit.python_type is int:
         # JSON Schema's integer includes 32.0: take it (the batch is float columns anyway); a
         # JSON integer still takes the strict int path, in pydantic-core alone
