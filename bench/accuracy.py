@@ -12,6 +12,8 @@ Usage::
     .venv/bin/python bench/accuracy.py --study tail --leave-one-device-out --json tail.json  # issue 27
     .venv/bin/python bench/accuracy.py --study tail --leave-one-device-out --lodo-runs tail.npz  # re-judge
     .venv/bin/python bench/accuracy.py --study transfer       # (also --transfer-only)
+    .venv/bin/python bench/accuracy.py --core --json after.json   # IOPS, bandwidth, mean latency only
+    .venv/bin/python bench/accuracy.py --core --compare before.json --json after.json  # + the change
 
 For each fio-plot leaf folder (one device) the fio JSON files are ingested into a
 temporary data directory, then the nested 5-fold evaluation of :mod:`modeling.training.evaluate`
@@ -126,6 +128,38 @@ def print_table(reports: list[dict]) -> None:
         print("| " + " | ".join(cells) + " |")
     targets = ", ".join(f"{SHORT[m]} <= {t:.0%}" for m, t in TARGETS.items())
     print(f"\ntargets (5-fold CV MRE): {targets}; ✗ = missed")
+
+
+CORE = ("iops", "bandwidth_mib_s", "latency_mean_us", "latency_p99_us")
+"""The core table's metrics: what a change to the tail must leave where it was (and the p99 beside)."""
+
+
+def core_row(name: str, frame: pd.DataFrame, folds: int, budget: float) -> dict:
+    """Nested-CV MRE per metric of one device: no feature-set comparison, no timing training."""
+    report = evaluate_frame(frame, device=name, folds=folds, time_budget_s=budget, compare_feature_sets=False)
+    return report.to_dict()
+
+
+def print_core(reports: list[dict], before: list[dict] | None) -> None:
+    """MRE per device of IOPS, bandwidth, mean latency and p99; with ``before``, its value and the change."""
+    was = {r["device"]: r for r in before or []}
+    print("\n| device | n | " + " | ".join(SHORT[m] for m in CORE) + " | eval s |")
+    print("|---|---|" + "---|" * len(CORE) + "---|")
+    worst = 0.0
+    for r in reports:
+        cells = []
+        for m in CORE:
+            now = r["metrics"][m]["mre"]
+            old = was.get(r["device"], {}).get("metrics", {}).get(m, {}).get("mre")
+            if old is None:
+                cells.append(f"{now:.2%}")
+                continue
+            cells.append(f"{old:.2%} -> {now:.2%} ({100 * (now - old):+.2f})")
+            if m != "latency_p99_us":
+                worst = max(worst, abs(now - old))
+        print(f"| {r['device']} | {r['n']} | " + " | ".join(cells) + f" | {r['seconds']:.0f} |")
+    if was:
+        print(f"largest change of IOPS, bandwidth or mean latency: {100 * worst:.2f} points")
 
 
 def print_regions(reports: list[dict]) -> None:
@@ -370,7 +404,8 @@ def main() -> None:
     parser.add_argument("--transfer-seeds", type=int, default=3,
                         help="random draws per K in the transfer study")
     parser.add_argument("--draws", type=int, default=1,
-                        help="tail study: draws of the outer folds to average (the first is the usual one)")
+                        help="tail study (also with --leave-one-device-out): draws of the outer folds to "
+                        "average (the first is the usual one)")
     parser.add_argument("--leave-one-device-out", action="store_true",
                         help="tail study: the tail guard's threshold chosen on the other devices, "
                         "against a tuned plain XGBoost and CART (bench/tail_lodo.py)")
@@ -378,6 +413,10 @@ def main() -> None:
                         help="with --leave-one-device-out: re-judge the predictions saved by a run with "
                         "--json (its .npz) without training again")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
+    parser.add_argument("--core", action="store_true",
+                        help="only the nested-CV MRE of IOPS, bandwidth, mean latency and p99 per device")
+    parser.add_argument("--compare", type=Path, help="with --core: a --json of an earlier --core run, "
+                        "printed beside with the change in points")
     parser.add_argument(
         "--study",
         choices=("extrapolation", "tail", "transfer"),
@@ -403,6 +442,15 @@ def main() -> None:
             if args.only and args.only not in folder.name:
                 continue
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
+    if args.core:
+        reports = []
+        for name, frame in frames.items():
+            print(f"core accuracy: {name} ...", file=sys.stderr, flush=True)
+            reports.append(core_row(name, frame, args.folds, args.budget))
+        print_core(reports, json.loads(args.compare.read_text()) if args.compare else None)
+        if args.json:
+            args.json.write_text(json.dumps(reports, indent=1, default=str))
+        return
     print_tail_consistency(frames)
     if args.consistency_only:
         return
@@ -415,7 +463,8 @@ def main() -> None:
         from bench.tail_lodo import print_lodo, tail_lodo_study
 
         print_lodo(tail_lodo_study(frames, args.budget, args.folds, TAIL_CANDIDATES,
-                                   save=str(args.json.with_suffix(".npz")) if args.json else None))
+                                   save=str(args.json.with_suffix(".npz")) if args.json else None,
+                                   draws=args.draws))
         return
     if args.study:
         run_study(args.study, frames, args.budget, args.folds, sizes=bool(args.device), draws=args.draws)

@@ -109,6 +109,12 @@ def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> d
     }
 
 
+def _spread(values: np.ndarray) -> float:
+    """How far repeated runs land from their mean (mean absolute deviation, small-sample corrected)."""
+    deviation = np.mean(np.abs(values - values.mean()) / values.mean())
+    return float(deviation * np.sqrt(len(values) / (len(values) - 1)))
+
+
 def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, ...]) -> list[dict[str, Any]]:
     """Every mix and target: the prediction and the three (plus repeated) fio points."""
     rows = []
@@ -142,11 +148,8 @@ def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, 
                 row[f"x{f}"] = runs[0][stat]
                 row[f"served{f}"] = runs[0]["iops"] / (f * a.iops)
                 if f == 1.0:
-                    values = np.array([r[stat] for r in runs])
-                    row["floor"] = float(
-                        np.mean(np.abs(values - values.mean()) / values.mean())
-                        * np.sqrt(len(values) / (len(values) - 1))
-                    )
+                    row["floor"] = _spread(np.array([r[stat] for r in runs]))
+                    row["served_floor"] = _spread(np.array([r["iops"] for r in runs]))
             rows.append(row)
             print(
                 f"  {mix}: {slo_text}: {a.iops:,.0f} IO/s ({a.outcome}, {a.utilisation:.0%} of capacity);"
@@ -168,7 +171,7 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
         f"  {'mix':44s} {'target':16s} {'IO/s':>9s} {'util':>6s} {'0.9x':>6s} {'1.0x':>6s} {'1.1x':>6s}"
         f" {'served':>16s} {'floor':>6s}"
     )
-    strict, backlog, within, within_limited, floors = [], [], [], [], []
+    strict, backlog, within, within_limited, floors, served_floors = [], [], [], [], [], []
     for r in rows:
         if "x1.0" not in r:
             print(f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['outcome']}")
@@ -181,6 +184,7 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
         if r["outcome"] == "limited":
             within_limited.append(within[-1])
         floors.append(r["floor"])
+        served_floors.append(r["served_floor"])
         served = "/".join(f"{r[f'served{f}']:.2f}" for f in FACTORS)
         print(
             f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['iops']:9,.0f} {r['utilisation']:5.0%}{r['outcome'][0]}"
@@ -193,7 +197,8 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
             f" counting a point served under {MIN_SERVED:.0%} as over (a growing backlog), {sum(strict)}/{n}"
             f" on fio's latency alone; 1.0x within 25 % of the target: {sum(within)}/{len(within)}"
             f" ({sum(within_limited)}/{k} of limited answers); noise floor (repeat spread at"
-            f" 1.0x) median {np.median(floors):.1%}, max {max(floors):.1%}"
+            f" 1.0x) median {np.median(floors):.1%}, max {max(floors):.1%}; of the IO/s served there median"
+            f" {np.median(served_floors):.1%}, max {max(served_floors):.1%}"
         )
 
 

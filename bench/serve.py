@@ -18,9 +18,11 @@ the trivial endpoint, of single-workload /v1/predict, and of /v1/predict on a wh
 (``whatif``: RAID 5 of 4 of the trained device, computed from its model; issue 26), and their
 throughput ratios;
 then /v1/predict/batch with 10,000 distinct random workloads, as rows and as columns, in workloads/s
-(client-observed: request sent to response fully received).  Each round interleaves the
-endpoints so background load hits both alike; the spread over rounds is printed.  Targets
-(issue 5): p99 < 10 ms at 8 clients, predict >= 60 % of trivial, batch >= 200,000 workloads/s.
+(client-observed: request sent to response fully received), and one first batch of 10,000 new
+workloads to the trained device and to the what-if (whose member-curve cache is then cold).
+Each round interleaves the endpoints so background load hits both alike; the spread over
+rounds is printed.  Targets (issue 5): p99 < 10 ms at 8 clients, predict >= 60 % of trivial,
+batch >= 200,000 workloads/s.
 """
 
 from __future__ import annotations
@@ -348,6 +350,16 @@ def main() -> None:
                 f"mean time inside the app {inside * 1e3:.1f} ms "
                 f"({args.batch_size / inside:,.0f} workloads/s)"
             )
+        # first answers to workloads nobody asked before: the single-workload rows above repeat
+        # 64 workloads, which the what-if's member-curve cache answers after the first pass
+        fresh = [{**r, "write_ratio": round(rng.random(), 3)} for r in rows]
+        for name, device in (("predict", DEVICE), ("whatif", WHATIF)):
+            raw = http_request("POST", "/v1/predict/batch",
+                               json.dumps({"device": device, "workloads": fresh}).encode())
+            lat, errors, _ = asyncio.run(load(port, [raw], 1, 1))
+            assert errors == 0
+            rate = len(fresh) / lat[0]
+            print(f"first batch of {len(fresh)} new workloads, {name:7}: {rate:,.0f} workloads/s")
         print("\ntargets:")
         print(f"  p99 at 8 clients  {p99_8:.2f} ms  (< 10 ms)       {'ok' if p99_8 < 10 else 'MISSED'}")
         print(

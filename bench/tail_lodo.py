@@ -8,15 +8,18 @@ training runs its own inner CV inside each), and on the same outer folds:
   but always keeping the rules (``tail_guard=-inf``), with the guard's paired advantage
   (standard errors over the plain model, on the inner folds) per percentile and fold;
 * **the fallback** -- the plain log-target XGBoost the guard would serve
-  (:func:`modeling.training.tail_guard.plain_selection`, with its CV multiplier);
+  (:func:`modeling.training.tail_guard.plain_selection`), with its CV multiplier or without
+  (then it is the baseline below);
 * **plain XGBoost** -- log features, log target, depth tuned by inner CV, raw: the baseline;
 * **CART** -- one tree of the log, leaf size and depth tuned by inner CV, raw: the published method.
 
-The product served at a guard threshold ``t`` is, per percentile and outer fold, the rules'
-prediction where the advantage is ``>= t`` and the fallback's elsewhere, put in ladder order
-(:func:`modeling.serving.physics.laws.order_percentiles`).  Leave one device out: each device
-is scored at the threshold with the lowest mean p99 error over the *other* devices, so no
-device judges a rule it helped choose.
+The product served at a guard setting ``(t, multiplier)`` is, per percentile and outer fold,
+the rules' prediction where the advantage over that fallback is ``>= t`` and the fallback's
+elsewhere, put in ladder order (:func:`modeling.serving.physics.laws.order_percentiles`).
+Leave one device out: each device is scored, per percentile, at the setting with the lowest
+mean error of that percentile over the *other* devices, so no device judges a rule it helped
+choose.  With ``draws`` > 1 the outer folds are drawn that many times (the first draw is the
+single-draw study's) and every error is the mean over the draws.
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ from modeling.estimators.families import make_estimator
 from modeling.serving.physics.laws import order_percentiles
 from modeling.training.fit import fit_device_model
 from modeling.training.selection import Candidate, cv_folds, make_candidate, relative_errors, select
-from modeling.training.tail_guard import TAIL_GUARDS, plain_selection
+from modeling.training.tail_guard import FALLBACK_MULTIPLIER, TAIL_GUARDS, plain_selection
 
 THRESHOLDS = (-math.inf, 0.0, 0.5, 1.0, 2.0, 3.0, math.inf)
 """Guard thresholds judged (paired SEs; -inf: the rules always, inf: the plain model always)."""
+SETTINGS = tuple((t, m) for t in THRESHOLDS for m in (True, False))
+"""Guard settings judged: each threshold with the fallback's CV multiplier and without."""
+Setting = tuple[float, bool]
 CART_GRID: tuple[Candidate, ...] = tuple(
     make_candidate("extended", "cart", min_samples_leaf=leaf) for leaf in (1, 3, 5, 8)
 )
@@ -52,47 +58,84 @@ def _tuned_raw(
 
 
 def device_tail_runs(frame: pd.DataFrame, budget: float, candidates: list[Candidate] | None,
-                     folds: int = 5) -> dict[str, object] | None:
-    """One device's outer-fold predictions of every contender (None: no percentiles stored)."""
+                     folds: int = 5, draws: int = 1) -> dict[str, object] | None:
+    """One device's outer-fold predictions of every contender (None: no percentiles stored).
+
+    With ``draws`` > 1, each draw's points follow the previous ones (every array is
+    ``draws`` x the workloads long, the measured values repeated).
+    """
     found = tail_workloads(frame)
     if found is None:
         return None
     w, ys, distinct, X = found
+    parts = [_one_draw(w, ys, distinct, X, budget, candidates, folds, d) for d in range(draws)]
+    run = {key: {m: np.concatenate([p[key][m] for p in parts]) for m in parts[0][key]} for key in parts[0]}
+    run["ys"] = {m: np.tile(ys[m], draws) for m in TAIL}
+    run["meta"] = {"draws": np.array(draws)}
+    return run
+
+
+def _one_draw(w: np.ndarray, ys: dict[str, np.ndarray], distinct: pd.DataFrame, X: np.ndarray, budget: float,
+              candidates: list[Candidate] | None, folds: int, draw: int) -> dict[str, dict[str, np.ndarray]]:
     n = len(w)
     rules = {m: np.full(n, np.nan) for m in (*TAIL, "latency_mean_us")}
-    fallback = {m: np.full(n, np.nan) for m in TAIL}
-    plain = {m: np.full(n, np.nan) for m in TAIL}
-    cart = {m: np.full(n, np.nan) for m in TAIL}
-    z = {m: np.full(n, np.nan) for m in TAIL}  # the guard's advantage of each point's fold
-    for train, test in cv_folds(np.arange(n), folds):
+    # per point, of its outer fold: the guard's advantage over the plain model with its
+    # multiplier (z) and without (z_raw), and the inner-CV MREs it compared
+    keys = ("fallback", "plain", "cart", "z", "z_raw", "rules_cv", "plain_cv")
+    out: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in TAIL} for k in keys}
+    labels = np.arange(n) if draw == 0 else np.random.default_rng(draw).permutation(n)
+    for train, test in cv_folds(labels, folds):
         model, report = fit_device_model(distinct.iloc[train], time_budget_s=budget, candidates=candidates,
                                          regions=candidates is None, tail_guard=-math.inf)
-        out = model.predict_matrix(w[test], metrics=[*TAIL, "latency_mean_us"])
+        pred = model.predict_matrix(w[test], metrics=[*TAIL, "latency_mean_us"])
         for m in rules:
-            rules[m][test] = out[m][0]
+            rules[m][test] = pred[m][0]
         inner = cv_folds(np.arange(len(train)), folds)
         for m in TAIL:
-            z[m][test] = report["metrics"][m]["tail_guard"]["advantage_se"]
+            guard = report["metrics"][m]["tail_guard"]
+            out["z"][m][test] = guard["advantage_scaled_se"]
+            out["z_raw"][m][test] = guard["advantage_raw_se"]
+            out["rules_cv"][m][test] = guard["rules_cv_mre"]
+            out["plain_cv"][m][test] = guard["plain_cv_mre"]
             y_tr = ys[m][train]
             sel = plain_selection(w[train], y_tr, inner, None)
             best = sel.best[0]
             raw = make_estimator(best.kind, best.kwargs).fit(X[train], y_tr).predict(X[test])
-            plain[m][test] = raw
-            fallback[m][test] = raw * sel.scale
-            cart[m][test] = _tuned_raw(list(CART_GRID), X[train], w[train], y_tr, X[test], folds)
-    return {"ys": {m: ys[m] for m in TAIL}, "rules": rules, "fallback": fallback, "plain": plain,
-            "cart": cart, "z": z}
+            out["plain"][m][test] = raw
+            out["fallback"][m][test] = raw * sel.scale
+            out["cart"][m][test] = _tuned_raw(list(CART_GRID), X[train], w[train], y_tr, X[test], folds)
+    return {"rules": rules, **out}
 
 
-def served_at(run: dict[str, object], threshold: float | dict[str, float]) -> dict[str, np.ndarray]:
-    """The product's predictions with the guard at ``threshold`` (one, or per percentile), in ladder order."""
-    rules, fallback, z = run["rules"], run["fallback"], run["z"]
-    assert isinstance(rules, dict) and isinstance(fallback, dict) and isinstance(z, dict)
-    at = threshold if isinstance(threshold, dict) else dict.fromkeys(TAIL, threshold)
-    ladder = {m: np.where(z[m] >= at[m], rules[m], fallback[m]) for m in TAIL}
+def _setting(value: float | Setting) -> Setting:
+    return value if isinstance(value, tuple) else (value, True)
+
+
+def served_at(run: dict[str, object], setting: float | Setting | dict[str, float | Setting]
+              ) -> dict[str, np.ndarray]:
+    """The product's predictions at a guard setting (one, or per percentile), in ladder order.
+
+    A setting is a threshold (the fallback with its multiplier) or ``(threshold, multiplier)``.
+    """
+    rules, z = run["rules"], run["z"]
+    assert isinstance(rules, dict) and isinstance(z, dict)
+    given = setting if isinstance(setting, dict) else dict.fromkeys(TAIL, setting)
+    at = {m: _setting(v) for m, v in given.items()}
+    ladder = {}
+    for m in TAIL:
+        t, multiplier = at[m]
+        fallback = run["fallback" if multiplier else "plain"][m]  # type: ignore[index]
+        # a run saved before z_raw was recorded compares with the scaled fallback only
+        advantage = z[m] if multiplier else run.get("z_raw", z)[m]  # type: ignore[union-attr]
+        ladder[m] = np.where(advantage >= t, rules[m], fallback)
     ladder["latency_mean_us"] = rules["latency_mean_us"].copy()
     order_percentiles(ladder)
     return {m: ladder[m] for m in TAIL}
+
+
+def shipped() -> dict[str, Setting]:
+    """The guard settings the product ships (:data:`TAIL_GUARDS`, :data:`FALLBACK_MULTIPLIER`)."""
+    return {m: (TAIL_GUARDS[m], FALLBACK_MULTIPLIER[m]) for m in TAIL}
 
 
 def _mre(pred: np.ndarray, y: np.ndarray) -> float:
@@ -100,33 +143,46 @@ def _mre(pred: np.ndarray, y: np.ndarray) -> float:
 
 
 def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
-    """Per device: each percentile's threshold chosen on the others, and every contender's MRE.
+    """Per device: each percentile's guard setting chosen on the others, and every contender's MRE.
 
-    A percentile's threshold is the one with the lowest mean error of that percentile over
-    the other devices (every percentile at that threshold; ties go to the stronger guard);
-    the device is then scored with the chosen thresholds together, in ladder order.
+    A percentile's setting is the one with the lowest mean error of that percentile over
+    the other devices (the other percentiles at their shipped settings, as the ladder couples
+    them; ties go to the stronger guard, then to the fallback with its multiplier); the
+    device is then scored with the chosen settings together, in ladder order.
     """
     scores = {
-        name: {t: {m: _mre(served_at(run, t)[m], run["ys"][m]) for m in TAIL} for t in THRESHOLDS}
+        name: {st: {m: _mre(served_at(run, {**shipped(), m: st})[m], run["ys"][m]) for m in TAIL}
+               for st in SETTINGS}
         for name, run in runs.items()
     }
     table: dict[str, dict] = {}
     for name, run in runs.items():
         others = [o for o in runs if o != name] or [name]
         chosen = {
-            m: min(THRESHOLDS, key=lambda t, m=m: (np.mean([scores[o][t][m] for o in others]), -t))
+            m: min(SETTINGS,
+                   key=lambda st, m=m: (np.mean([scores[o][st][m] for o in others]), -st[0], -st[1]))
             for m in TAIL
         }
         ys = run["ys"]
         served = served_at(run, chosen)
+        draws = int(run.get("meta", {}).get("draws", 1))  # type: ignore[union-attr]
+        p99 = "latency_p99_us"
         table[name] = {
+            "draws": draws,
+            # the p99 MRE of each fold draw: product, plain XGBoost
+            "p99_by_draw": [
+                (_mre(a, y), _mre(b, y))
+                for a, b, y in zip(np.split(served[p99], draws), np.split(run["plain"][p99], draws),  # type: ignore[index]
+                                   np.split(ys[p99], draws), strict=True)
+            ],
             "threshold": chosen,
             "product": {m: _mre(served[m], ys[m]) for m in TAIL},
-            "default": {m: _mre(v, ys[m]) for m, v in served_at(run, dict(TAIL_GUARDS)).items()},
-            "rules": scores[name][-math.inf],
+            "default": {m: _mre(v, ys[m]) for m, v in served_at(run, shipped()).items()},
+            "rules": scores[name][(-math.inf, True)],
             "plain_xgboost": {m: _mre(run["plain"][m], ys[m]) for m in TAIL},
             "cart": {m: _mre(run["cart"][m], ys[m]) for m in TAIL},
-            "by_threshold": {t: scores[name][t] for t in THRESHOLDS},
+            "by_threshold": {t: {m: scores[name][(t, FALLBACK_MULTIPLIER[m])][m] for m in TAIL}
+                             for t in THRESHOLDS},
         }
     return table
 
@@ -148,11 +204,12 @@ def load_runs(path: str) -> dict[str, dict[str, object]]:
 
 
 def tail_lodo_study(frames: dict[str, pd.DataFrame], budget: float, folds: int,
-                    candidates: list[Candidate] | None, save: str | None = None) -> dict[str, dict]:
+                    candidates: list[Candidate] | None, save: str | None = None,
+                    draws: int = 1) -> dict[str, dict]:
     runs = {}
     for name, frame in frames.items():
         print(f"tail, leave one device out: {name} ...", file=sys.stderr, flush=True)
-        run = device_tail_runs(frame, budget, candidates, folds)
+        run = device_tail_runs(frame, budget, candidates, folds, draws)
         if run is not None:
             runs[name] = run
     if save:
@@ -160,7 +217,10 @@ def tail_lodo_study(frames: dict[str, pd.DataFrame], budget: float, folds: int,
     return lodo_table(runs)
 
 
-def _t(t: float) -> str:
+def _t(t: float | Setting) -> str:
+    """A threshold, or a setting: ``x`` marks the fallback with its CV multiplier."""
+    if isinstance(t, tuple):
+        return _t(t[0]) + (" x" if t[1] and t[0] != -math.inf else "")
     return {-math.inf: "rules", math.inf: "plain"}.get(t, f"{t:g} SE")
 
 
@@ -169,9 +229,10 @@ def print_lodo(table: dict[str, dict]) -> None:
     short = {"latency_p50_us": "p50", "latency_p90_us": "p90", "latency_p99_us": "p99",
              "latency_p99_9_us": "p99.9"}
     p99 = "latency_p99_us"
-    print("\nTail, leave one device out: MRE per percentile -- product (each percentile's guard threshold"
-          " chosen on the other devices) / plain XGBoost tuned / CART tuned")
-    print("| device | thresholds p50/p90/p99/p99.9 | " + " | ".join(short[m] for m in TAIL)
+    print("\nTail, leave one device out: MRE per percentile -- product (each percentile's guard setting"
+          " chosen on the other devices; x: the fallback with its CV multiplier) / plain XGBoost tuned"
+          " / CART tuned")
+    print("| device | settings p50/p90/p99/p99.9 | " + " | ".join(short[m] for m in TAIL)
           + " | p99 product vs best baseline |")
     print("|---|---|" + "---|" * len(TAIL) + "---|")
     losses = {m: 0 for m in TAIL}
@@ -181,7 +242,14 @@ def print_lodo(table: dict[str, dict]) -> None:
             losses[m] += r["product"][m] > min(r["plain_xgboost"][m], r["cart"][m])
         best = min(r["plain_xgboost"][p99], r["cart"][p99])
         ts = "/".join(_t(r["threshold"][m]) for m in TAIL)
-        print(f"| {name} | {ts} | {' | '.join(cells)} | {r['product'][p99] / best:.2f}x |")
+        spread = ""
+        if r.get("draws", 1) > 1:
+            by = np.array(r["p99_by_draw"])
+            lo, hi = by.min(axis=0), by.max(axis=0)
+            wins = int((by[:, 0] <= by[:, 1]).sum())
+            spread = (f" (draws: product {lo[0]:.1%}-{hi[0]:.1%}, plain {lo[1]:.1%}-{hi[1]:.1%},"
+                      f" product no worse on {wins} of {len(by)})")
+        print(f"| {name} | {ts} | {' | '.join(cells)} | {r['product'][p99] / best:.2f}x{spread} |")
     n = len(table)
     for m in TAIL:
         ours = np.mean([r["product"][m] for r in table.values()])
@@ -192,7 +260,7 @@ def print_lodo(table: dict[str, dict]) -> None:
               f" loses to the best baseline on {losses[m]} of {n}")
     print("(target: p99 no worse than plain XGBoost on every device, mean p99 <= 0.85x plain XGBoost's)")
     print("\nMRE by guard threshold, p99 (p99.9) -- the rules always ... the plain model always;"
-          " shipped defaults: " + ", ".join(f"{short[m]} {_t(t)}" for m, t in TAIL_GUARDS.items()))
+          " shipped defaults: " + ", ".join(f"{short[m]} {_t(st)}" for m, st in shipped().items()))
     print("| device | " + " | ".join(_t(t) for t in THRESHOLDS) + " |")
     print("|---|" + "---|" * len(THRESHOLDS))
     for name, r in table.items():

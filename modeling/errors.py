@@ -102,6 +102,14 @@ class TraceFormatError(InvalidInput):
     code = "bad_trace"
 
 
+class NothingSelected(InvalidInput):
+    """Names, globs or "all" chose no device: a glob that matches none, an empty catalog, only the
+    reference.  Nothing was found (an API 404), though the request itself was well formed."""
+
+    kind = "not_found"
+    code = "no_device"
+
+
 class Conflict(SsdPredictError):
     """The operation clashes with one already running (e.g. a second retrain)."""
 

@@ -216,7 +216,10 @@ def _size_schema(name: str, *, nullable: bool = False) -> WithJsonSchema:
     limit = LIMITS[name]
     number = {"type": "integer", "minimum": int(limit.low), "maximum": int(limit.high),
               "multipleOf": SIZE_STEP}
-    text = {"type": "string", "pattern": SIZE_PATTERN, "examples": ["4k", "16KiB", "1m"]}
+    # The pattern is the syntax; the bounds and the 64-byte step apply to the string's value too
+    # (a regex cannot say "a multiple of 64"), which the format names and the description says.
+    text = {"type": "string", "pattern": SIZE_PATTERN, "format": "size", "examples": ["4k", "16KiB", "1m"],
+            "description": f"a size string whose value is {limit.allowed} bytes"}
     return WithJsonSchema({"anyOf": [number, text, *([{"type": "null"}] if nullable else [])]},
                           mode="validation")
 

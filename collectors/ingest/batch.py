@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from collectors.devices import validate_device_class
 from collectors.ingest.csv_stream import iter_csv_frames
 from collectors.ingest.fio_files import parse_fio_input
-from collectors.ingest.inputs import InputFile, bytes_input, check_size, collect_inputs
+from collectors.ingest.inputs import InputFile, bytes_input, check_size, collect_inputs, stream_input
 from modeling.errors import InvalidInput, UnknownDevice
 from modeling.store import DataDir, Sweep
 from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
@@ -232,18 +232,21 @@ def ingest_bytes(
     datadir: DataDir,
     device: str,
     filename: str,
-    data: bytes,
+    data: bytes | BinaryIO,
     *,
     device_class: str | None = None,
     metadata: dict[str, Any] | None = None,
     max_bytes: int | None = None,
 ) -> Sweep:
-    """Import one uploaded file (CSV or fio JSON, told apart by content): all or nothing."""
+    """Import one uploaded file (CSV or fio JSON, told apart by content): all or nothing.
+
+    ``data``: the bytes, or a seekable stream (read in pieces, never held whole).
+    """
     name = _safe_name(filename)
     return ingest_inputs(
         datadir,
         device,
-        [bytes_input(data, name)],
+        [bytes_input(data, name) if isinstance(data, bytes) else stream_input(data, name)],
         device_class=device_class,
         metadata=metadata,
         max_bytes=max_bytes,

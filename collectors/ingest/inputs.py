@@ -54,6 +54,47 @@ def bytes_input(data: bytes, name: str, kind: str | None = None) -> InputFile:
     return InputFile(name, kind, len(data), lambda: io.BytesIO(data))
 
 
+def stream_input(stream: BinaryIO, name: str, kind: str | None = None) -> InputFile:
+    """An input read from a seekable stream (an upload spooled to disk), never held whole.
+
+    Each ``open`` reads it from the start through its own position; closing that reader
+    leaves the stream open.
+    """
+    size = stream.seek(0, os.SEEK_END)
+    return InputFile(name, kind, size, lambda: io.BufferedReader(_Rewound(stream, size), COPY_BYTES))
+
+
+COPY_BYTES = 1 << 20
+
+
+class _Rewound(io.RawIOBase):
+    """A read-only view of a seekable stream with a position of its own."""
+
+    def __init__(self, stream: BinaryIO, size: int) -> None:
+        self._stream, self._size, self._pos = stream, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        self._stream.seek(self._pos)
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(base + offset, 0)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+
 def collect_inputs(paths: Sequence[Path], *, kinds: Sequence[str] = ("fio", "csv")) -> list[InputFile]:
     """Expand folders (recursively, ``*.json``/``*.csv``, no hidden files) into input files."""
     if not paths:

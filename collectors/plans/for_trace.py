@@ -157,8 +157,10 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
     """The sweep plan for ``traces`` (see the module docstring) on a target of ``block_size`` blocks."""
     if not traces:
         raise InvalidInput("--for-trace needs at least one trace")
-    if block_size < 512 or block_size & (block_size - 1):
-        raise InvalidInput(f"logical block size {block_size} is not a power of two >= 512")
+    if block_size < 512 or block_size & (block_size - 1) or block_size > MAX_REQUEST_SIZE:
+        # (over the largest request, every size would be clamped to one that is not a whole block)
+        raise InvalidInput(
+            f"logical block size {block_size} is not a power of two in 512..{MAX_REQUEST_SIZE}")
     win = _windows(traces)
     lanes = lanes_for(traces)
     ladder = [1 << i for i in range(int(np.log2(lanes)) + 1)]

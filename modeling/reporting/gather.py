@@ -64,13 +64,13 @@ def gather(
     dev = catalog.get_device(device)
     measurements = catalog.measurements(device)
     registry = registry or ModelRegistry(datadir)
+    model: DeviceModel | None
     if "derived" in dev.metadata:  # a what-if: never measured, every value from its law
         model = registry.load(device)
         return DeviceReport(device=dev, sweeps=[], measurements=measurements, model=model, model_version=None,
                             oof=None, summary=summary_table(measurements, model), noise=None)
     if measurements.empty:
         raise NoData(f"device {device!r} has no measurements yet: sweep or ingest it first")
-    model: DeviceModel | None
     try:
         model = registry.load(device)
     except NoModel:

@@ -18,6 +18,12 @@ from modeling.reporting.figures import (
     surface_figure,
     sweep_series,
 )
+from modeling.reporting.canonical import (
+    MIN_DEPTHS_PER_MIX,
+    canonical_figure,
+    canonical_labels,
+    needs_canonical,
+)
 from modeling.reporting.gather import DeviceReport
 from modeling.reporting.summary import DIRECTIONS, STANDARD_TESTS, SummaryCell
 import numpy as np
@@ -280,6 +286,8 @@ def _surfaces_section(reports: Sequence[DeviceReport]) -> str:
     if not sweeps:
         return ('<section id="surfaces"><h2>Measured: IOPS and latency vs queue depth</h2>'
                 '<p class="note">nothing measured: a what-if device has no sweep.</p></section>')
+    if needs_canonical(sweeps):
+        return _canonical_section(reports, sweeps)
     images = [_img(surface_figure(sweeps, m), f"{METRIC_TITLES[m]} vs queue depth") for m in SURFACE_METRICS]
     how = (
         "Measured values only (medians of repeats), as fio-plot draws them: one panel per numjobs, "
@@ -293,6 +301,33 @@ def _surfaces_section(reports: Sequence[DeviceReport]) -> str:
     how += " A flat IOPS line means saturation; latency then grows with depth (Little's law)."
     return (
         '<section id="surfaces"><h2>Measured: IOPS and latency vs queue depth</h2>'
+        f'<p class="how">{how}</p>' + "".join(images) + "</section>"
+    )
+
+
+def _canonical_section(reports: Sequence[DeviceReport], sweeps: dict[str, pd.DataFrame]) -> str:
+    """The surfaces of a sweep whose mixes were measured at a depth or two each (a sampled plan)."""
+    models = {r.name: r.model for r in reports if r.name in sweeps}
+    images = [_img(canonical_figure(sweeps, models, m), f"{METRIC_TITLES[m]} vs queue depth, canonical mixes")
+              for m in SURFACE_METRICS]
+    frames = pd.concat(list(sweeps.values()), ignore_index=True)
+    mixes = frames["series"].nunique()
+    depths = frames.groupby(["series", "numjobs"])["queue_depth"].nunique().median()
+    how = (
+        f"This sweep measured {mixes} mixes, at a median of {depths:g} queue "
+        f"depth{'s' if depths != 1 else ''} per mix and numjobs: "
+        + ("too few points to draw each mix as a line" if depths < MIN_DEPTHS_PER_MIX else "too many lines")
+        + ". So the lines are the model's predictions for canonical mixes "
+        f"({', '.join(canonical_labels())}; those within the sizes the sweep measured; the band is the "
+        f"{INTERVAL_LEVEL:.0%} interval), "
+        "and the dots are the measurements (medians of repeats): hollow in a mix's colour when the "
+        "point is near that mix (write ratio and randomness within 0.25, size within a factor of 2), "
+        "grey otherwise. One panel per numjobs, queue depth per job on a log-2 axis, log y axis."
+    )
+    if all(m is None for m in models.values()):
+        how += " No trained model yet: measured points only (`ssdpredict train` draws the curves)."
+    return (
+        '<section id="surfaces"><h2>IOPS and latency vs queue depth: canonical mixes</h2>'
         f'<p class="how">{how}</p>' + "".join(images) + "</section>"
     )
 

@@ -20,7 +20,7 @@ from modeling.estimators.base import RegressorBase
 from modeling.estimators.load_gated import BOUND_MARGIN
 from modeling.serving.feature_lookup import FeatureLookup
 from modeling.serving.physics.limits import PhysicsLimits, RowLimits
-from modeling.workload import MIB, REGION_NAMES
+from modeling.workload import MIB, PERCENTILE_ORDER, REGION_NAMES
 from modeling.workload_matrix import mean_request_size, outstanding_io
 
 
@@ -118,10 +118,13 @@ class MetricSpec:
 
         ``auto`` takes the region's model where it has one, else ``global``; a region named
         outright must have its model (``NotFound`` names ``device`` and the ``metric``
-        asked, which may be derived from this one).
+        asked, which may be derived from this one).  A ratio, and a latency percentile with
+        no region models at all (the tail guard serves its plain model globally,
+        :mod:`modeling.training.tail_guard`), answer every region with the global model.
         """
-        if model == "global" or (self.mode == "ratio" and model not in self.scopes):
-            # a ratio model exists only globally; the answer names the model it used
+        global_only = self.mode == "ratio" or (len(self.scopes) == 1 and self.metric in PERCENTILE_ORDER)
+        if model == "global" or (model not in self.scopes and global_only):
+            # a global-only model answers every region; the answer names the model it used
             return "global"
         if model != "auto":
             if model not in self.scopes:

@@ -55,6 +55,22 @@ _N_POINTS = (
 )
 
 
+def refuse_measurements(name: str, metadata: dict[str, Any]) -> None:
+    """Raise ``InvalidInput`` when ``name`` is a what-if device: it is computed, never measured."""
+    spec = metadata.get("derived")
+    if spec is not None:
+        base = spec.get("base") if isinstance(spec, dict) else None
+        raise InvalidInput(
+            f"device {name!r} is a what-if device (computed from {base!r}): it takes no measurements; "
+            "sweep or ingest under another name", details={"device": name})
+
+
+def data_files_exist(measurements_dir: Path, models_dir: Path) -> bool:
+    """Whether Parquet measurements or model manifests exist (so a missing catalog was lost)."""
+    # a sweep's file, not an import's work files (which are written before the catalog opens)
+    return any(measurements_dir.glob("*/sweep-*.parquet")) or any(models_dir.glob("*/*/manifest.json"))
+
+
 class Catalog(ModelVersionTable, JobTable):
     """Devices, sweeps, points and model versions in one SQLite file."""
 
@@ -76,11 +92,7 @@ class Catalog(ModelVersionTable, JobTable):
         open_schema(self.path, has_data=not new and self._has_data_files(), read_only=read_only)
 
     def _has_data_files(self) -> bool:
-        """Whether Parquet measurements or model manifests exist beside the catalog."""
-        # a sweep's file, not an import's work files (which are written before the catalog opens)
-        return any(self.measurements_dir.glob("*/sweep-*.parquet")) or any(
-            self.models_dir.glob("*/*/manifest.json")
-        )
+        return data_files_exist(self.measurements_dir, self.models_dir)
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
@@ -133,6 +145,8 @@ class Catalog(ModelVersionTable, JobTable):
                 )
             elif metadata:
                 merged = {**load_json(row["metadata"], "device metadata"), **metadata}
+                if "derived" in merged and "derived" not in metadata:
+                    refuse_measurements(name, merged)  # a sweep or import of a what-if's name
                 conn.execute(
                     "UPDATE devices SET metadata = ?, class = ? WHERE id = ?",
                     (json.dumps(merged, sort_keys=True), device_class, row["id"]),
@@ -172,8 +186,9 @@ class Catalog(ModelVersionTable, JobTable):
         n_planned: int = 0,
         info: dict[str, Any] | None = None,
     ) -> Sweep:
-        """Start a new sweep of an existing device."""
+        """Start a new sweep of an existing device (a measured one: not a what-if)."""
         dev = self.get_device(device)
+        refuse_measurements(dev.name, dev.metadata)
         with self.connect() as conn:
             cur = conn.execute(
                 "INSERT INTO sweeps (device_id, source, plan_key, plan, target, n_planned, status,"
@@ -323,6 +338,7 @@ class Catalog(ModelVersionTable, JobTable):
         if not rows:
             raise InvalidInput("nothing to store: no measurement rows")
         dev = self.get_device(device)
+        refuse_measurements(dev.name, dev.metadata)
         now = utcnow()
         with self.connect() as conn:
             cur = conn.execute(
@@ -368,6 +384,7 @@ class Catalog(ModelVersionTable, JobTable):
         if n_rows <= 0:
             raise InvalidInput("nothing to store: no measurement rows")
         dev = self.get_device(device)
+        refuse_measurements(dev.name, dev.metadata)
         now = utcnow()
         full_info = {**(info or {}), "n_rows": n_rows}
         with self.connect() as conn:

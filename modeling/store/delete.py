@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from modeling.errors import NotFound
+from modeling.errors import Conflict, NotFound
 from modeling.store.files.datadir import DataDir
 from modeling.store.files.parquet_meta import sidecar_path
 
@@ -29,10 +29,21 @@ class Deleted:
 
 def delete_device(datadir: DataDir, name: str, *, wait: bool = False,
                   on_wait: Callable[[str], None] | None = None) -> Deleted:
-    """Remove a device with all its sweeps, points, model versions and files; raises ``UnknownDevice``."""
+    """Remove a device with all its sweeps, points, model versions and files; raises ``UnknownDevice``.
+
+    A device that what-if devices are built on is refused (``Conflict``, naming them): they
+    would be left computing from nothing.  Delete the what-ifs first.
+    """
     catalog = datadir.catalog
     with datadir.device_lock(name, "delete", wait=wait, on_wait=on_wait):
         dev = catalog.get_device(name)
+        built_on = [d.name for d in catalog.list_devices()
+                    if isinstance(spec := d.metadata.get("derived"), dict) and spec.get("base") == name]
+        if built_on:
+            raise Conflict(
+                f"device {name!r} is the base of the what-if device(s) {', '.join(map(repr, built_on))}: "
+                f"delete {'it' if len(built_on) == 1 else 'them'} first; nothing was deleted",
+                details={"whatif_devices": built_on})
         sweeps = catalog.list_sweeps(name)
         points = sum(s.n_points for s in sweeps)  # imports keep their rows in Parquet alone
         with catalog.connect() as conn:

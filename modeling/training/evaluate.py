@@ -202,6 +202,7 @@ def _predict_out_of_fold(
     feature_sets: tuple[str, ...],
     compare_feature_sets: bool,
     progress: Callable[[str, float], None] | None,
+    device: str = "device",
 ) -> _OutOfFold:
     """Train on each split's first part and predict its second, as ``train`` would."""
     oof = _OutOfFold.empty(len(w), metrics)
@@ -210,8 +211,9 @@ def _predict_out_of_fold(
             progress(f"training {k + 1}/{len(splits)}", k / len(splits))
         # every training gets the tuning budget a real training gets: a nested evaluation
         # of a starved search would report on a procedure nobody runs
+        # (the device's name: an error inside a fold's training names it, not "device")
         res = _fold_predictions(
-            clean.iloc[train], w[test], inner, budget, candidates, feature_sets=feature_sets
+            clean.iloc[train], w[test], inner, budget, candidates, feature_sets=feature_sets, device=device
         )
         for m, mode in res["modes"].items():
             if m in oof.modes:  # a fold may train a metric that not every row measured
@@ -230,7 +232,8 @@ def _predict_out_of_fold(
                 # the side-by-side runs use each set's families as given (no tuning)
                 sub = [c for c in cands if c.feature_set == fs]
                 sub = sub or default_candidates((fs,), n_rows=len(train))
-                r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False)
+                r = _fold_predictions(clean.iloc[train], w[test], inner, budget, sub, regions=False,
+                                      device=device)
                 for m in (m for m in metrics if m in r["auto"]):
                     oof.feature_sets[fs][m][test] = r["auto"][m][0]
     return oof
@@ -319,6 +322,7 @@ def _evaluate(
     oof = _predict_out_of_fold(
         clean, w, metrics, splits, inner=inner, budget=budget, candidates=candidates, cands=cands,
         feature_sets=feature_sets, compare_feature_sets=compare_feature_sets, progress=progress,
+        device=device,
     )
     scored = np.sort(np.concatenate([test for _, test in splits]))
     w, clean, groups, oof = w[scored], clean.iloc[scored], groups[scored], oof.take(scored)

@@ -54,6 +54,7 @@ from modeling.training.laws import choose_laws
 from modeling.training.tail_floor import consistent_tail
 from modeling.training.tail_guard import (
     BIMODAL_SHARE,
+    FALLBACK_MULTIPLIER,
     GUARDED,
     KNEE,
     UNFOLLOWED,
@@ -62,6 +63,7 @@ from modeling.training.tail_guard import (
     keep_rules,
     knee_share,
     plain_selection,
+    unscaled,
 )
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
@@ -385,16 +387,23 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
     y = fit.ys[metric]
     rules = _served_metric(fit, metric)
     # on the training's own features (a user who asked for the basic set gets no extended model)
-    plain = plain_selection(fit.w, y, fit.splits, fit.per_call, fit.cands[0].feature_set)
-    z = advantage(rules, plain.oof, y)
+    scaled = plain_selection(fit.w, y, fit.splits, fit.per_call, fit.cands[0].feature_set)
+    raw = unscaled(scaled, y)
+    # the comparison is with the plain model as it would be served (with its multiplier or not)
+    z_scaled, z_raw = advantage(rules, scaled.oof, y), advantage(rules, raw.oof, y)
+    plain, z = (scaled, z_scaled) if FALLBACK_MULTIPLIER[metric] else (raw, z_raw)
     threshold = fit.tail_guard[metric]
     keep = keep_rules(z, threshold)
     info = {
         "plain": plain.name,
         "plain_cv_mre": plain.mre,
+        "plain_multiplier": plain.scale,
         "rules_cv_mre": _mre(rules, y),
         # JSON has no infinity: a gain with no spread at all is reported as +-1e6
         "advantage_se": float(np.clip(z, -1e6, 1e6)),
+        # over the plain model with and without its multiplier (the bench judges both)
+        "advantage_scaled_se": float(np.clip(z_scaled, -1e6, 1e6)),
+        "advantage_raw_se": float(np.clip(z_raw, -1e6, 1e6)),
         "threshold": float(np.clip(threshold, -1e6, 1e6)),
         "kept": keep,
     }

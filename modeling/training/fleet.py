@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from modeling.errors import ClusterUnavailable, InvalidInput, MissingDependency, SsdPredictError
+from modeling.errors import ClusterUnavailable, MissingDependency, NothingSelected, SsdPredictError
 from modeling.store import DataDir, ModelVersion
 from modeling.store.catalog import read_measurement_files
 from modeling.store.device_selection import select_devices
@@ -204,14 +204,14 @@ def with_reference(
 ) -> tuple[list[str], ModelVersion | None]:
     """The devices to train with ``reference`` (itself left out) and its active version.
 
-    Raises ``InvalidInput`` when the reference is the only device named, ``UnknownDevice``
+    Raises ``NothingSelected`` when the reference is the only device named, ``UnknownDevice``
     or ``NoModel`` when it does not exist or has no model.
     """
     if reference is None:
         return list(devices), None
     devices = [d for d in devices if d != reference]
     if not devices:
-        raise InvalidInput(f"the only device named is the reference {reference!r}")
+        raise NothingSelected(f"the only device named is the reference {reference!r}")
     return devices, check_reference(datadir, devices[0], reference)
 
 

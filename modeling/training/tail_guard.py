@@ -8,7 +8,8 @@ same features beat them on the p99 of 5 of 8 devices (issue 27).  So each latenc
 percentile is checked once more after its rules have chosen: the plain model, tuned by the
 same cross-validation (:func:`plain_grid`, the lowest CV error wins), is the incumbent, and
 the rules' choice is kept only where its per-workload errors beat the plain model's by
-:data:`TAIL_GUARDS` paired standard errors.  Where the evidence is within noise the plain
+:data:`TAIL_GUARDS` paired standard errors (the plain model scaled by its CV multiplier or
+not, :data:`FALLBACK_MULTIPLIER`: as it would be served).  Where the evidence is within noise the plain
 model serves: it is never known to be worse.
 
 :data:`TAIL_GUARDS` were chosen leave-one-device-out, each device judged with the threshold
@@ -26,6 +27,7 @@ the errors made on those workloads and every answer says so
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -44,9 +46,25 @@ TAIL_GUARDS: dict[str, float] = {
     "latency_p50_us": 0.5,
     "latency_p90_us": 0.5,
     "latency_p99_us": 0.5,
-    "latency_p99_9_us": 0.5,
+    "latency_p99_9_us": math.inf,
 }
-"""Per percentile, the paired standard errors by which the tail rules must beat the plain model to be kept."""
+"""Per percentile, the paired standard errors by which the tail rules must beat the plain model to be kept.
+
+The p99.9 is the plain model's always: on the shared devices its rules, even where their
+inner-CV advantage was 1-2 SE, lost to it on held-out workloads (the SATA SSDs' slow mode)."""
+
+FALLBACK_MULTIPLIER: dict[str, bool] = {
+    "latency_p50_us": False,
+    "latency_p90_us": False,
+    "latency_p99_us": True,
+    "latency_p99_9_us": False,
+}
+"""Per percentile, whether the plain fallback keeps its CV multiplier (else it serves as fitted).
+
+The multiplier minimises the out-of-fold relative error of the very predictions it is
+fitted on; on the p99.9 of the SATA SSDs it sat at the grid's edge (0.61) and made the
+held-out error worse (INTEL 34 % against 23 % unscaled).  Judged leave-one-device-out with
+the thresholds (``bench/accuracy.py --study tail --leave-one-device-out``)."""
 
 KNEE = 5.0
 """A tail over this many times the p90 sits on a slow mode, not on the body of the distribution."""
@@ -68,6 +86,14 @@ def plain_selection(
 ) -> Selection:
     """The plain log-target XGBoost with the lowest CV error on ``splits`` (no blends, no steps)."""
     return select(w, y, splits, plain_grid(feature_set), budget_s, blend=False, tune=False, tolerance=0.0)
+
+
+def unscaled(sel: Selection, y: np.ndarray) -> Selection:
+    """``sel`` without its CV multiplier: out-of-fold predictions and served answers as fitted."""
+    if sel.scale == 1.0:
+        return sel
+    oof = sel.oof / sel.scale
+    return replace(sel, oof=oof, mre=float(relative_errors(oof, y).mean()), scale=1.0)
 
 
 def advantage(rules_oof: np.ndarray, plain_oof: np.ndarray, y: np.ndarray) -> float:

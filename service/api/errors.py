@@ -8,6 +8,7 @@ answers a bare 500 (the traceback goes to the server log, never to the client).
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -101,8 +102,26 @@ async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
     message = detail if isinstance(detail, str) else _HTTP_CODES.get(exc.status_code, "error")
     code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
     headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route on the path only; GET and DELETE of
+        # one path are two routes here, so `Allow` listed GET alone (schemathesis ST205).
+        headers = {**(headers or {})}
+        headers["Allow"] = _allowed_methods(request, headers.get("Allow", ""))
     details = getattr(exc, "details", None) if isinstance(detail, str) else detail
     return error_response(exc.status_code, code, message, details, headers)
+
+
+def _allowed_methods(request: Request, default: str) -> str:
+    """The methods the OpenAPI document gives the request's path (``default`` if none does)."""
+    paths: list[tuple[re.Pattern[str], str]] | None = getattr(request.app.state, "allow_by_path", None)
+    if paths is None:
+        paths = [
+            (re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$"),
+             ", ".join(sorted(m.upper() for m in ops)))
+            for template, ops in request.app.openapi().get("paths", {}).items()
+        ]
+        request.app.state.allow_by_path = paths
+    return next((allow for pattern, allow in paths if pattern.match(request.url.path)), default)
 
 
 async def unexpected_error_handler(request: Request, exc: Exception) -> JSONResponse:

@@ -58,12 +58,16 @@ def waiting(message: str) -> None:
 
 
 def validation_message(exc: ValidationError) -> str:
-    """One line naming each invalid field and why."""
+    """One line naming each invalid field (a setting by its environment variable) and why."""
+    settings = exc.title == "Settings"
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+        if settings and loc:
+            loc = f"SSDPREDICT_{loc.upper()}"
         parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
-    return "invalid workload: " + "; ".join(parts)
+    what = {"Settings": "invalid setting", "Workload": "invalid workload"}.get(exc.title, "invalid input")
+    return f"{what}: " + "; ".join(parts)
 
 
 def handle_errors(func: F) -> F:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from modeling.errors import InvalidInput, NoData, UnknownDevice
+from modeling.errors import InvalidInput, NothingSelected, UnknownDevice
 from modeling.training.fleet import select_devices
 from modeling.training.selection import candidates_of_kinds
 from modeling.store import DataDir
@@ -71,7 +71,7 @@ def test_select_devices(datadir):
         select_devices(datadir, ["hdd-*"])
     with pytest.raises(InvalidInput):
         select_devices(datadir, [])
-    with pytest.raises(NoData):
+    with pytest.raises(NothingSelected):  # an API 404, not a 422: the request was well formed
         select_devices(DataDir(datadir.root / "empty"), all_devices=True)
 
 

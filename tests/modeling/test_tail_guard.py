@@ -8,11 +8,12 @@ import math
 import numpy as np
 import pytest
 
+from modeling.errors import NotFound
 from modeling.estimators.families import make_estimator
 from modeling.features import compute_features
 from modeling.training.fit import fit_device_model, median_by_workload
 from modeling.training.selection import cv_folds
-from modeling.training.tail_guard import GUARDED, advantage, keep_rules, plain_selection
+from modeling.training.tail_guard import FALLBACK_MULTIPLIER, GUARDED, advantage, keep_rules, plain_selection
 from modeling.workload import METRICS, PERCENTILE_METRICS
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import fast_candidates, synthetic_rows
@@ -62,7 +63,7 @@ def test_minus_inf_records_the_comparison_and_changes_nothing(device):
 
 def test_infinite_guard_serves_the_plain_model_everywhere(device):
     """At +inf the rules can never be kept (short of a gain with no spread): each percentile is
-    the plain model's selection, refitted on every workload and scaled by its CV multiplier."""
+    the plain model's selection, refitted on every workload (the p99 scaled by its CV multiplier)."""
     model, report = _fit(device, math.inf)
     names = [*METRICS, *PERCENTILE_METRICS]
     w, ys, _ = median_by_workload(workload_matrix(device), {m: device[m].to_numpy(float) for m in names})
@@ -74,6 +75,9 @@ def test_infinite_guard_serves_the_plain_model_everywhere(device):
         assert entry["tail_guard"]["kept"] is False
         assert entry["mode"] == "direct" and entry["global"]["estimator"] == "xgboost"
         assert entry["global"]["cv_fold_std"] >= 0
+        # served with the CV multiplier only where FALLBACK_MULTIPLIER says so
+        assert entry["global"]["scale"] == entry["tail_guard"]["plain_multiplier"]
+        assert FALLBACK_MULTIPLIER[m] or entry["global"]["scale"] == 1.0
     sel = plain_selection(w, ys["latency_p99_us"], splits, None)
     best = sel.best[0]
     X = compute_features(w, best.feature_set)
@@ -133,3 +137,21 @@ def test_a_bimodal_tail_is_said_so_with_its_interval_widened():
 
     one = model.predict_one(Workload(write_ratio=0.0, queue_depth=4, request_size=4096, randomness=1.0))
     assert set(one.notes) == {"latency_p99_us"}
+
+
+def test_a_percentile_served_by_the_plain_model_answers_every_region(device):
+    """The plain fallback is global only: a region asked by name (``evaluate`` asks each region
+    IOPS has) gets its answer, as a ratio's, instead of ``NotFound`` (issue 27)."""
+    model, report = fit_device_model(device, folds=3, candidates=fast_candidates(), tail_guard=math.inf)
+    assert all(report["metrics"][m]["tail_guard"]["kept"] is False for m in GUARDED)
+    regions = [r for r in model.specs["iops"].scopes if r != "global"]
+    assert regions, "the fixture must train region models for IOPS"
+    w = workload_matrix(device)[:10]
+    by_region = model.predict_matrix(w, metrics=list(GUARDED), model=regions[0])
+    for m in GUARDED:  # (the mean they are laddered on is the region's own, so not the global answers)
+        assert np.all(np.isfinite(by_region[m][0])) and np.all(by_region[m][0] > 0)
+    # a percentile that has region models still refuses a region it has none for
+    model.specs["latency_p99_us"].scopes["other"] = model.specs["latency_p99_us"].scopes["global"]
+    with pytest.raises(NotFound):
+        model.predict_matrix(w, metrics=["latency_p99_us"], model=regions[0])
+

@@ -114,6 +114,23 @@ def test_catalog_check_names_the_schema_problem(kind: str, trained: DataDir) -> 
     assert "catalog rebuild" in result.output
 
 
+def test_catalog_check_of_a_fresh_data_directory_is_no_damage(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh data directory has no catalog yet: `catalog check` called it damaged (issue 25)."""
+    result = runner.invoke(app, ["catalog", "check"])
+    assert (result.exit_code, result.output) == (0, f"no catalog yet in {home}: nothing measured or "
+                                                    "trained here, nothing to check\n")
+    assert not (home / "catalog.sqlite3").exists()
+
+
+def test_catalog_check_of_a_lost_catalog_is_damage(trained: DataDir) -> None:
+    """Beside measurements and models, a missing catalog is a lost one."""
+    trained.catalog_path.unlink()
+    result = runner.invoke(app, ["catalog", "check"])
+    assert result.exit_code == 2 and "missing or empty" in result.output, result.output
+
+
 @pytest.mark.parametrize("kind", DAMAGE)
 def test_every_endpoint_gives_one_json_error(
     kind: str, trained: DataDir, make_app: Callable[..., FastAPI]

@@ -27,3 +27,18 @@ def test_the_server_runs_with_the_configured_blas_threads(make_app: Any) -> None
         with TestClient(make_app(blas_threads=1)):
             blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
             assert blas and all(lib["num_threads"] == 1 for lib in blas)
+
+
+def test_a_bad_setting_is_named_by_its_variable_on_the_cli(
+    monkeypatch: pytest.MonkeyPatch, home: Any
+) -> None:
+    """It said "invalid workload: model_cache_mb" (issue 25, small ones)."""
+    from typer.testing import CliRunner
+
+    from service.cli.main import app
+
+    monkeypatch.setenv("SSDPREDICT_MODEL_CACHE_MB", "-3")
+    result = CliRunner().invoke(app, ["devices"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: invalid setting: SSDPREDICT_MODEL_CACHE_MB: Input should be")
+    assert "workload" not in result.output and len(result.output.strip().splitlines()) == 1

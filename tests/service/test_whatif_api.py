@@ -51,3 +51,26 @@ def test_a_whatif_device_is_ranked_beside_its_base(trained: DataDir, api: TestCl
     r = api.post("/v1/fleet/predict", json={"devices": [DEVICE, "arr3"], "workloads": [WORKLOAD]})
     assert r.status_code == 200, r.text
     assert "arr3" in r.text and not r.json().get("skipped")
+
+
+def test_a_base_with_whatifs_is_not_deleted_and_a_whatif_takes_no_measurements(
+    trained: DataDir, api: TestClient
+) -> None:
+    """Issue 25, small ones: deleting a base left its what-ifs computing from nothing, and a
+    what-if's name took an ingest (its class silently became ssd)."""
+    register_derived(
+        trained, "arr", {"kind": "raid", "base": DEVICE, "level": 0, "members": 2, "chunk": 65536}
+    )
+    error = assert_error(api.delete(f"/v1/devices/{DEVICE}"), 409, "conflict")
+    assert "base of the what-if device(s) 'arr'" in error["message"] and error["details"] == {
+        "whatif_devices": ["arr"]}
+    assert trained.catalog.has_device(DEVICE) and trained.catalog.list_sweeps(DEVICE)
+    csv = b"write_ratio,queue_depth,request_size,randomness,iops\n0,1,4096,1,9000\n"
+    r = api.post("/v1/devices/arr/sweeps", files={"file": ("m.csv", csv)}, data={"metadata": '{"a": 1}'})
+    error = assert_error(r, 422, "invalid_input")
+    assert "'arr' is a what-if device (computed from" in error["message"]
+    arr = trained.catalog.get_device("arr")
+    assert arr.device_class == "raid" and "a" not in arr.metadata and trained.catalog.list_sweeps("arr") == []
+    # the what-if first, then its base
+    assert api.delete("/v1/devices/arr").status_code == 200
+    assert api.delete(f"/v1/devices/{DEVICE}").status_code == 200

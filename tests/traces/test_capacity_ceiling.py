@@ -13,7 +13,8 @@ import pytest
 from modeling.store import DataDir
 from tests.service.utils import quick_train
 from tests.traces.fake_devices import FakeMMcDevice, window_table
-from tests.traces.test_capacity_fleet import open_loop_points, rows
+from tests.traces.conftest import synthetic_rows as rows
+from tests.traces.test_capacity_fleet import open_loop_points
 from traces.capacity.ceiling import open_loop_ceilings
 from traces.capacity.device import device_capacity, mix_table, parse_mix
 from traces.capacity.mix_latency import LatencyAt, MixCurves
@@ -135,9 +136,30 @@ def test_an_undefined_latency_counts_as_over_the_target(monkeypatch: pytest.Monk
     def latency(i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
         at = real(i, rates, bound)
         bad = np.asarray(rates) > 0.6 * mu
-        return LatencyAt(at.rates, np.where(bad, np.nan, at.mean_us), np.where(bad, np.nan, at.p99_us),
-                         at.inflight)
+        return LatencyAt(
+            at.rates, np.where(bad, np.nan, at.mean_us), np.where(bad, np.nan, at.p99_us), at.inflight
+        )
 
     monkeypatch.setattr(mc, "latency", latency)
     answer = search_capacity(mc, 0, parse_slo("p99<=100s"))
     assert answer.outcome == "limited" and 0.5 * mu < answer.iops <= 0.6 * mu
+
+
+@pytest.mark.parametrize("servers", [1, 4])
+@pytest.mark.parametrize("ca2", [1.0, 4.0])
+def test_the_grid_steady_states_equal_the_scalar_ones(servers: int, ca2: float) -> None:
+    # the search's grid goes through the array form; Brent's single rates through the scalar one
+    from traces.capacity.mix_latency import steady_states
+    from traces.predict.queueing import steady_state
+
+    mu = 10_000.0
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    mc = MixCurves.of(FakeMMcDevice(mu, servers), window_table([1.0]), source, ca2)
+    curve = mc.curves.curve(0, "value")
+    rates = np.concatenate(
+        [np.geomspace(1.0, 0.5 * curve.capacity, 7), curve.capacity * (1 - np.geomspace(0.5, 1e-4, 7))]
+    )
+    mean, p99 = steady_states(curve, rates, ca2)
+    for r, m, p in zip(rates, mean, p99, strict=True):
+        st = steady_state(curve, float(r), ca2)
+        assert m == pytest.approx(st.mean_s, rel=1e-9) and p == pytest.approx(st.p99_s, rel=1e-9)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from modeling.workload import WORKLOAD_FIELDS
 from traces.predict.openloop import Curves, PredictsFrame, cap_curves, closed_loop_curves
-from traces.predict.queueing import steady_state
+from traces.predict.queueing import P99, ServiceCurve, burst_scale, steady_state
 from traces.predict.windows import DeviceCurveSource
 from traces.stats import GAP_CENTRES, GAP_EDGES
 
@@ -140,11 +140,45 @@ class MixCurves:
         out = {k: np.full(len(rates), math.inf) for k in ("mean", "p99")}
         out["service"] = np.full(len(rates), curve.outstanding[0] / curve.iops[0])
         out["service_p99"] = np.full(len(rates), curve.p99_s[0])
-        for j, lam in enumerate(rates):
-            if 0 < lam < cap:
-                st = steady_state(curve, float(lam), self.cv2(i))
-                out["mean"][j], out["p99"][j] = st.mean_s, st.p99_s
+        live = (rates > 0) & (rates < cap)
+        if live.sum() == 1:  # Brent's single rates: the scalar path is faster
+            j = int(np.flatnonzero(live)[0])
+            st = steady_state(curve, float(rates[j]), self.cv2(i))
+            out["mean"][j], out["p99"][j] = st.mean_s, st.p99_s
+        elif live.any():
+            out["mean"][live], out["p99"][live] = steady_states(curve, rates[live], self.cv2(i))
         return out
+
+
+def steady_states(curve: ServiceCurve, lam: np.ndarray, ca2: float) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`traces.predict.queueing.steady_state`'s mean and p99 (s) at many rates below capacity
+    at once (a search's grid): the same arithmetic as arrays (a test holds them equal)."""
+    L, X = curve.outstanding, curve.iops
+    # the fluid fixed point: QD1's response time below X[0], else log-log between the loads
+    # around the first one whose IO/s reaches the rate
+    i = np.clip(np.searchsorted(np.maximum.accumulate(X), lam, side="left"), 1, len(X) - 1)
+    x0, x1 = np.log(X[i - 1]), np.log(X[i])
+    t = (np.log(lam) - x0) / np.where(x1 != x0, x1 - x0, 1.0)
+    t = np.where(x1 != x0, np.clip(t, 0.0, 1.0), 1.0)
+    between = np.exp(np.log(L[i - 1]) + t * (np.log(L[i]) - np.log(L[i - 1])))
+    lf = np.where(lam <= X[0], lam * L[0] / X[0], between)
+    # Poisson arrivals on the flow-equivalent server mu(n), with a geometric tail beyond the last count
+    cap = curve.capacity
+    top = max(int(math.ceil(L[-1])), 1)
+    mu = curve.rate(np.arange(1, top + 1, dtype=np.float64))
+    mu[-1] = cap
+    logp = np.concatenate([np.zeros((len(lam), 1)),
+                           np.cumsum(np.log(lam)[:, None] - np.log(mu)[None, :], axis=1)], axis=1)
+    p = np.exp(logp - logp.max(axis=1, keepdims=True))
+    r = lam / cap
+    tail_mass = p[:, -1] * r / (1 - r)
+    tail_mean = p[:, -1] * (top * r / (1 - r) + r / (1 - r) ** 2)
+    inflight = (p @ np.arange(top + 1) + tail_mean) / (p.sum(axis=1) + tail_mass)
+    r_fluid = lf / lam
+    wait = np.maximum(inflight / lam - r_fluid, 0.0) * burst_scale(ca2)
+    mean = r_fluid + wait
+    p99_service = np.interp(np.maximum(lf, L[0]), L, curve.p99_s)
+    return mean, np.maximum(p99_service + wait * math.log(1 / (1 - P99)), mean)
 
 
 

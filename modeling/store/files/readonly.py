@@ -7,8 +7,12 @@ is refused with one message naming the folder and why.
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
+import shutil
+import tempfile
+import threading
 from pathlib import Path
 from urllib.parse import quote
 
@@ -49,8 +53,34 @@ def read_only_uri(path: Path) -> str:
     """SQLite URI opening ``path`` read-only without creating any file beside it.
 
     ``immutable`` skips the ``-shm`` file a WAL database needs, which is right only when
-    no write-ahead log holds committed pages (none does after the last writer closed).
+    no write-ahead log holds committed pages (none does after the last writer closed).  A
+    log that does hold pages needs its ``-shm`` file: when that is missing too (a copy, a
+    crash) and cannot be made here, the catalog is read from a private copy of it and its
+    log in a temporary folder, where SQLite can make one.
     """
     wal = Path(f"{path}-wal")
     pending = wal.exists() and wal.stat().st_size > 0
+    if pending and not Path(f"{path}-shm").exists():
+        return f"file:{quote(str(_snapshot(Path(path), wal)))}?mode=ro"
     return f"file:{quote(str(path))}?mode=ro" + ("" if pending else "&immutable=1")
+
+
+_SNAPSHOTS: dict[tuple[str, int, int, int, int], Path] = {}
+_SNAPSHOTS_LOCK = threading.Lock()
+
+
+def _snapshot(path: Path, wal: Path) -> Path:
+    """A copy of the catalog and its write-ahead log in a temporary folder (one per state of
+    the two files, removed at exit)."""
+    db_stat, wal_stat = path.stat(), wal.stat()
+    key = (str(path), db_stat.st_mtime_ns, db_stat.st_size, wal_stat.st_mtime_ns, wal_stat.st_size)
+    with _SNAPSHOTS_LOCK:
+        copy = _SNAPSHOTS.get(key)
+        if copy is None or not copy.exists():
+            folder = Path(tempfile.mkdtemp(prefix="ssdpredict-catalog-"))
+            atexit.register(shutil.rmtree, folder, True)
+            copy = folder / path.name
+            shutil.copyfile(wal, folder / wal.name)  # the log first: a writer may check it into the file
+            shutil.copyfile(path, copy)
+            _SNAPSHOTS[key] = copy
+        return copy

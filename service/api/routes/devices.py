@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 from dataclasses import asdict
 
 from fastapi import APIRouter, File, Form, Path, UploadFile
+from pydantic import WithJsonSchema
 from starlette.concurrency import run_in_threadpool
 
 from collectors.devices import DEVICE_CLASSES
@@ -99,8 +100,14 @@ async def upload_sweep(
             examples=["ssd"],
             description="class of a new device (default ssd); must match an existing one",
         ),
+        # a form field cannot carry null: the schema names the classes, left out means unset
+        WithJsonSchema({"type": "string", "enum": list(DEVICE_CLASSES)}),
     ] = None,
-    metadata: Annotated[str | None, Form(max_length=MAX_METADATA_BYTES, description="a JSON object")] = None,
+    metadata: Annotated[
+        str | None,
+        Form(max_length=MAX_METADATA_BYTES, description="a JSON object"),
+        WithJsonSchema({"type": "string", "contentMediaType": "application/json"}),
+    ] = None,
 ) -> SweepPublic:
     """Upload fio JSON or ingest-format CSV measurements of a device (created if new), as one sweep.
 
@@ -108,15 +115,16 @@ async def upload_sweep(
     is only parsed as data, never executed or unpickled.
     """
     meta = _metadata(metadata)
-    data = await file.read()
+    # the upload as spooled to disk (over 1 MiB) by the form parser, read in pieces: a 64 MiB
+    # upload was read whole into memory here before
     sweep = await run_in_threadpool(
-        _ingest_locked, datadir, device, file.filename or "upload", data, device_class, meta,
+        _ingest_locked, datadir, device, file.filename or "upload", file.file, device_class, meta,
         settings.max_upload_bytes,
     )
     return SweepPublic.from_sweep(sweep)
 
 
-def _ingest_locked(datadir: DataDir, device: str, name: str, data: bytes, device_class: str | None,
+def _ingest_locked(datadir: DataDir, device: str, name: str, data: BinaryIO, device_class: str | None,
                    meta: dict[str, Any] | None, max_bytes: int) -> Sweep:
     # one writer per device, as on the CLI: a busy device answers 409 at once
     with datadir.device_lock(device, "ingest"):

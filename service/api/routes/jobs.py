@@ -89,7 +89,8 @@ def retrain_many(body: FleetRetrainRequest, jobs: JobsDep, datadir: DataDirDep) 
     devices = select_devices(datadir, body.devices or (), all_devices=body.all_devices)
     job = jobs.start_fleet(devices, folds=body.folds, time_budget_s=body.time_budget_s,
                            activate=body.activate is not False, force_activate=body.activate is True,
-                           reference=body.reference, candidates=body.candidates)
+                           reference=body.reference,
+                           candidates=None if body.candidates is None else [str(c) for c in body.candidates])
     return asdict(job)
 
 

@@ -155,7 +155,7 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
         "device": model.device,
         "model_version": model.version,
         "count": body.count,
-        **({"derived": model.derived} if getattr(model, "derived", None) is not None else {}),
+        **({"derived": derived} if (derived := getattr(model, "derived", None)) is not None else {}),
         "predictions": {
             m: {
                 "value": value,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from modeling.reporting import build_report
@@ -13,7 +13,7 @@ from modeling.store import validate_name
 from traces.capacity.report import DEFAULT_SLO, capacity_section
 from traces.capacity.slo import parse_slo
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep
-from service.api.schemas import ErrorResponse
+from service.api.schemas import DeviceName, ErrorResponse, SloText
 
 router = APIRouter(prefix="/v1/devices", tags=["reports"])
 
@@ -31,18 +31,18 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/{device}/report", response_class=HTMLResponse, responses=_RESPONSES)
+# response_class=Response: the 200 is documented as text/html above, and the errors keep their
+# application/json (with HTMLResponse as the class FastAPI documented them as text/html too).
+@router.get("/{device}/report", response_class=Response, responses=_RESPONSES)
 async def device_report(
     device: DeviceDep,
     datadir: DataDirDep,
     registry: RegistryDep,
     compare: Annotated[
-        list[str] | None,
+        list[DeviceName] | None,
         Query(max_length=MAX_COMPARE, description="devices to put side by side with this one"),
     ] = None,
-    slo: Annotated[
-        str, Query(min_length=1, max_length=200, description="the capacity section's target(s): p99<=1ms")
-    ] = DEFAULT_SLO,
+    slo: Annotated[SloText, Query(description="the capacity section's target(s): p99<=1ms")] = DEFAULT_SLO,
 ) -> HTMLResponse:
     """The device's report: KDiskMark-style summary, measured IOPS and latency against queue
     depth, measured vs predicted, error by workload region, interval coverage, noise floor, and

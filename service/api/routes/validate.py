@@ -10,9 +10,10 @@ file, never the server's scratch path.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, UploadFile
+from pydantic import WithJsonSchema
 
 from service.api.deps import DataDirDep, DeviceDep, RegistryDep, SettingsDep, TokenDep
 from service.api.schemas import TOKEN_ERRORS, error_responses
@@ -23,6 +24,10 @@ from traces.upload import TraceUpload
 from traces.validate.compare import validate_upload
 
 router = APIRouter()
+
+# the choices as enums in the schema (a generated client and schemathesis see them)
+TraceFormat = Literal[FORMATS]  # type: ignore[valid-type]
+Method = Literal[METHODS]  # type: ignore[valid-type]
 
 _PREDICT_EXAMPLE = {
     "device": "nvme0",
@@ -46,10 +51,15 @@ _PREDICT_EXAMPLE = {
 def trace_upload(
     settings: SettingsDep,
     file: Annotated[UploadFile, File(description="a block trace in any supported format")],
-    format: Annotated[str, Form(description=f"one of {', '.join(FORMATS)}")] = "auto",
-    window_s: Annotated[float | None, Form(ge=1e-6, le=86400)] = 1.0,
-    window_requests: Annotated[int | None, Form(ge=1, le=100_000_000)] = None,
-    method: Annotated[str, Form(description=f"one of {', '.join(METHODS)}")] = "open-loop",
+    format: Annotated[TraceFormat, Form(description="the trace's format; auto detects it")] = "auto",
+    window_s: Annotated[float, Form(ge=1e-6, le=86400)] = 1.0,
+    window_requests: Annotated[
+        int | None,
+        Form(ge=1, le=100_000_000, description="windows of this many requests instead of window_s"),
+        # a form field cannot carry null: the schema says integer, left out means unset
+        WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 100_000_000}),
+    ] = None,
+    method: Annotated[Method, Form(description="open-loop (offered rate) or trace-qd")] = "open-loop",
 ) -> TraceUpload:
     """The uploaded trace (a stream, copied to scratch in pieces up to the limit) and its form fields."""
     return TraceUpload(

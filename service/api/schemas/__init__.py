@@ -2,7 +2,9 @@
 
 from service.api.schemas.common import (
     NAME_PATTERN,
+    SLO_PATTERN,
     DeviceName,
+    SloText,
     ErrorDetail,
     ErrorResponse,
     MetricName,
@@ -44,6 +46,8 @@ from service.api.schemas.resources import (
 
 __all__ = [
     "NAME_PATTERN",
+    "SLO_PATTERN",
+    "SloText",
     "TOKEN_ERRORS",
     "error_responses",
     "BatchPredictRequest",

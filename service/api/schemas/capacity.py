@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from modeling.workload import Workload
-from service.api.schemas.common import DeviceName
-from service.api.schemas.fleet import DeviceSelection, SkippedDeviceOut
+from service.api.schemas.common import DeviceName, SloText
+from service.api.schemas.fleet import ONE_SELECTION, DeviceSelection, SkippedDeviceOut
 from traces.capacity.device import MIX_FIELDS
 
 MAX_MIXES = 100
@@ -27,9 +27,6 @@ WorkloadMix: Any = create_model(  # type: ignore[call-overload]
 and ``numjobs``."""
 
 _SLO = Field(
-    min_length=1,
-    max_length=200,
-    pattern=r"^[a-zA-Z0-9<=.,\s]+$",
     description="latency targets that must all hold, each `mean` or `p99`, `<=` and a duration with a "
     "unit: `p99<=1ms` or `p99<=1ms,mean<=200us`",
     examples=["p99<=1ms,mean<=200us"],
@@ -57,7 +54,7 @@ class CapacityRequest(BaseModel):
 
     device: DeviceName
     workloads: list[WorkloadMix] = Field(min_length=1, max_length=MAX_MIXES)  # type: ignore[valid-type]
-    slo: str = _SLO
+    slo: SloText = _SLO
     burstiness: float = _BURSTINESS
 
 
@@ -67,6 +64,7 @@ class FleetCapacityRequest(DeviceSelection):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
+            "allOf": [ONE_SELECTION],
             "examples": [
                 {
                     "all_devices": True,
@@ -78,7 +76,7 @@ class FleetCapacityRequest(DeviceSelection):
     )
 
     workloads: list[WorkloadMix] = Field(min_length=1, max_length=MAX_MIXES)  # type: ignore[valid-type]
-    slo: str = _SLO
+    slo: SloText = _SLO
     burstiness: float = _BURSTINESS
 
 

@@ -2,31 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from service.api.schemas.common import MetricName
+from modeling.workload import METRICS
+from service.api.schemas.common import EstimatorKind, MetricName
 from service.api.schemas.jobs import RetrainRequest
-from service.api.schemas.predict import MetricColumns, WorkloadBatch
+from service.api.schemas.predict import ROWS_OR_COLUMNS, MetricColumns, WorkloadBatch
 
 _MAX_PATTERNS = 10_000
+
+RankMetric = Literal["latency_mean_us", "latency_p99_us", "bandwidth_mib_s", "iops"]
+"""The metrics devices can be ranked by: every trained model's (the further percentiles are not)."""
+assert set(get_args(RankMetric)) == set(METRICS)
 
 DevicePattern = Annotated[
     str,
     Field(
-        # a device name (modeling.store.names) or a shell glob over names: * ? [ ]
-        pattern=r"^[A-Za-z0-9*?\[][A-Za-z0-9._@:*?\[\]!-]{0,127}$",
+        # a device name (modeling.store.names), or a shell glob over names: one of * ? [ at
+        # least, after a prefix that starts like a name (a name with ] or ! but no glob
+        # character is neither, and was refused as a name after the schema allowed it)
+        pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9._@:-]*|(?:[A-Za-z0-9][A-Za-z0-9._@:!\]-]*)?[*?\[][A-Za-z0-9._@:*?\[\]!-]*)$",
+        max_length=128,
         description="a device name or a glob over names (`ssd-*`)",
         examples=["nvme0", "ssd-*"],
     ),
 ]
 
 
+# "exactly one of devices and all_devices: true", in the schema's words (the validator below
+# says it in pydantic's): schemathesis sent bodies with neither, which the schema allowed.
+ONE_SELECTION: dict[str, Any] = {"oneOf": [
+    {"required": ["devices"], "properties": {"devices": {"type": "array"}, "all_devices": {"const": False}}},
+    {"required": ["all_devices"],
+     "properties": {"all_devices": {"const": True}, "devices": {"type": "null"}}},
+]}
+
+
 class DeviceSelection(BaseModel):
     """Which devices: `devices` (names or globs) or `all_devices`, exactly one of them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"allOf": [ONE_SELECTION]})
 
     devices: list[DevicePattern] | None = Field(
         None, min_length=1, max_length=_MAX_PATTERNS, description="device names or globs (`ssd-*`)"
@@ -48,6 +65,7 @@ class FleetPredictRequest(WorkloadBatch, DeviceSelection):
         extra="forbid",
         protected_namespaces=(),
         json_schema_extra={
+            "allOf": [ROWS_OR_COLUMNS, ONE_SELECTION],
             "examples": [
                 {
                     "devices": ["ssd-*", "nvme0"],
@@ -70,7 +88,7 @@ class FleetPredictRequest(WorkloadBatch, DeviceSelection):
         },
     )
 
-    rank_by: MetricName = Field(
+    rank_by: RankMetric = Field(
         "latency_p99_us",
         description="the metric devices are ranked by: lowest first for the latencies, highest first "
         "for `iops` and `bandwidth_mib_s`",
@@ -142,6 +160,7 @@ class FleetRetrainRequest(RetrainRequest, DeviceSelection):
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
+            "allOf": [ONE_SELECTION],
             "examples": [
                 {"all_devices": True, "candidates": ["cart"], "folds": 2},
                 {"devices": ["ssd-*"], "folds": 3, "time_budget_s": 60},
@@ -150,7 +169,7 @@ class FleetRetrainRequest(RetrainRequest, DeviceSelection):
         },
     )
 
-    candidates: list[Annotated[str, Field(pattern=r"^[a-z_]{1,32}$")]] | None = Field(
+    candidates: list[EstimatorKind] | None = Field(
         None, min_length=1, max_length=16,
         description="only these estimator kinds, untuned: the fast configuration for a large fleet "
         "(e.g. `[\"cart\"]`; the kinds are cart, xgboost, extra_trees, load_gated, gp); default: "

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
-from service.api.schemas.common import ErrorDetail
+from service.api.schemas.common import DeviceName, ErrorDetail
 
 JobState = Literal["queued", "running", "succeeded", "failed", "interrupted"]
 
@@ -28,8 +28,8 @@ class RetrainRequest(BaseModel):
         description="null (default): activate the new version unless its cross-validated error is worse "
         "than the active version's beyond noise; true: activate it anyway; false: register only",
     )
-    reference: str | None = Field(
-        None, min_length=1, max_length=128,
+    reference: DeviceName | None = Field(
+        None,
         description="another device whose model this device's few measurements correct (relative "
         "fitness); cross-validation on this device's points keeps the transfer or trains from scratch",
     )

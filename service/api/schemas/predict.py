@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     Strict,
+    WithJsonSchema,
     create_model,
     model_validator,
     with_config,
@@ -142,12 +143,31 @@ def _size_string(value: str) -> int:
     return size
 
 
+def _whole(value: float) -> float:
+    if not value.is_integer():
+        raise ValueError("should be a whole number")
+    return value
+
+
 def _strict_type(limit: FieldLimit) -> Any:
     """The strict (JSON number) type of one batch value of a workload field."""
-    number = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
+    number: Any = Annotated[limit.python_type, Strict(), Field(**limit.constraints())]  # type: ignore[name-defined]
+    if limit.python_type is int:
+        # JSON Schema's integer includes 32.0: take it (the batch is float columns anyway); a
+        # JSON integer still takes the strict int path, in pydantic-core alone
+        limits = limit.constraints()
+        whole = Annotated[float, Strict(), Field(**limits), AfterValidator(_whole)]
+        schema = {"type": "integer", "minimum": limits["ge"], "maximum": limits["le"],
+                  **({"multipleOf": limits["multiple_of"]} if "multiple_of" in limits else {})}
+        number = Annotated[number | whole, Field(union_mode="left_to_right"), WithJsonSchema(schema)]
     if limit.kind != "size":
         return number
-    text = Annotated[str, Field(max_length=32, pattern=SIZE_PATTERN), AfterValidator(_size_string)]
+    text = Annotated[
+        str,
+        Field(max_length=32, pattern=SIZE_PATTERN, json_schema_extra={
+            "format": "size", "description": f"a size string whose value is {limit.allowed} bytes"}),
+        AfterValidator(_size_string),
+    ]
     return Annotated[number | text, Field(union_mode="left_to_right")]
 
 
@@ -204,10 +224,20 @@ else:
     WorkloadColumns = _columns_type()
 
 
+# "exactly one of workloads and columns", in the schema's words (the validator below says it
+# in pydantic's): schemathesis sent bodies with neither, which the schema allowed.
+ROWS_OR_COLUMNS: dict[str, Any] = {"oneOf": [
+    {"required": ["workloads"], "properties": {"workloads": {"type": "array"}}},
+    {"required": ["columns"], "properties": {"columns": {"type": "object"}}},
+]}
+
+
 class WorkloadBatch(BaseModel):
     """Many workloads: rows (``workloads``) or columns (``columns``), exactly one of them."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(
+        extra="forbid", protected_namespaces=(), json_schema_extra={"allOf": [ROWS_OR_COLUMNS]}
+    )
 
     workloads: list[BatchWorkload] | None = Field(None, min_length=1, max_length=_MAX_ROWS)
     columns: WorkloadColumns | None = None
@@ -239,6 +269,7 @@ class BatchPredictRequest(WorkloadBatch):
         extra="forbid",
         protected_namespaces=(),
         json_schema_extra={
+            "allOf": [ROWS_OR_COLUMNS],
             "examples": [
                 {
                     "device": "nvme0",

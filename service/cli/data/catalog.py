@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from modeling.errors import InvalidInput
+from modeling.store.catalog import data_files_exist
 from modeling.store.rebuild import rebuild_catalog
 from modeling.store.schema import integrity_problems
 from service.cli.common import console, datadir, handle_errors, print_json
@@ -26,7 +27,14 @@ def register(app: typer.Typer) -> None:
 def check() -> None:
     """Run SQLite's full integrity check on the catalog (every command runs a quick one)."""
     data = datadir()
-    problems = integrity_problems(data.catalog_path)
+    path = data.catalog_path
+    if (not path.exists() or path.stat().st_size == 0) and not data_files_exist(data.measurements_dir,
+                                                                                  data.models_dir):
+        # a fresh data directory: the catalog is created by the first sweep, ingest or train
+        console.print(f"no catalog yet in {data.root}: nothing measured or trained here, nothing to check",
+                      highlight=False, soft_wrap=True)
+        return
+    problems = integrity_problems(path)
     if problems:
         raise InvalidInput(f"the catalog is damaged: {'; '.join(problems[:5])}; "
                            "recover with `ssdpredict catalog rebuild`")
