@@ -284,7 +284,8 @@ PMEM_SIZES: Final = (64, 256, 4 * KIB, 64 * KIB)
 
 
 def pmem_plan(values: Mapping[str, Sequence[Any]] | None = None, *, seed: int = DEFAULT_SEED) -> Plan:
-    """The default persistent-memory plan: synchronous engines, so jobs carry the parallelism, no queue depth."""
+    """The default persistent-memory plan: synchronous engines, so jobs carry the parallelism
+    (no queue depth)."""
     values = dict(values or {})
     if any(int(q) != 1 for q in values.get("queue_depths", (1,))):
         raise InvalidInput("the pmem engines (libpmem, dev-dax) are synchronous: no queue depth above 1; "

@@ -259,7 +259,8 @@ class DeviceModel:
                 notes[metric] = (
                     f"{label} is bimodal on this device: on {cv['bimodal_share']:.0%} of the measured"
                     f" workloads it sits on a slow mode over {cv.get('bimodal_knee', 5):g}x the p90, and"
-                    " which side a workload lands on cannot be predicted; the interval is widened to cover both"
+                    " which side a workload lands on cannot be predicted; the interval is widened to"
+                    " cover both"
                 )
         return notes
 

@@ -109,7 +109,8 @@ def test_global_options_use_milliseconds_and_whitelisted_reporting() -> None:
 
 
 @pytest.mark.parametrize(("text", "ms"),
-                         [("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("2m", 120000), (2, 2000), ("1h", 3_600_000)])
+                         [("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("2m", 120000), (2, 2000),
+                          ("1h", 3_600_000)])
 def test_durations(text: str, ms: int) -> None:
     assert parse_duration_ms(text) == ms
 

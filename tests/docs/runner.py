@@ -133,7 +133,8 @@ def blocks(path: Path) -> list[Block]:
     found = []
     for match in FENCE.finditer(text):
         indent, lang, body = match.group(1), match.group(2), match.group(3)
-        body = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in body.splitlines())
+        lines = body.splitlines()
+        body = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
         directives: list[str] = []
         for line in reversed(text[: match.start()].splitlines()):
             if not line.strip():
@@ -195,7 +196,7 @@ class Node:
     """A command or group of the CLI: its options and its subcommands."""
 
     options: set[str]
-    children: dict[str, "Node"]
+    children: dict[str, Node]
     runs_alone: bool  # a group that does something without a subcommand (`devices`)
 
 

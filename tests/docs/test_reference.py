@@ -33,7 +33,8 @@ def _calls(path: Path) -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("path", DOCS, ids=runner.rel)
 def test_every_command_and_option_named_exists(path: Path) -> None:
-    errors = [f"{where}: {error}" for where, args in _calls(path) for error in runner.check_invocation(TREE, args)]
+    errors = [f"{where}: {error}" for where, args in _calls(path)
+              for error in runner.check_invocation(TREE, args)]
     assert not errors, "\n".join(errors)
 
 
@@ -128,7 +129,8 @@ def test_readme_starts_with_the_two_make_commands() -> None:
 
 
 def test_the_readme_first_steps_are_run_by_the_examples_test() -> None:
-    runnable = [b for b in runner.blocks(README) if not b.skip_reason and b.commands() != ["make run", "make test"]]
+    runnable = [b for b in runner.blocks(README)
+                if not b.skip_reason and b.commands() != ["make run", "make test"]]
     named = " ".join(" ".join(b.commands()) for b in runnable)
     for step in ("ssdpredict sweep", "ssdpredict train", "ssdpredict predict", "curl", "ssdpredict trace"):
         assert step in named, f"no runnable README example uses {step!r}"

@@ -48,7 +48,8 @@ def test_durations_in_microseconds(text: str, us: float) -> None:
 
 
 @pytest.mark.parametrize(("text", "ms"), [
-    ("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("0.3s", 300), ("2m", 120_000), (2, 2000), ("1h", 3_600_000),
+    ("500ms", 500), ("1s", 1000), ("1.5s", 1500), ("0.3s", 300), ("2m", 120_000), (2, 2000),
+    ("1h", 3_600_000),
     ("3000us", 3),
 ])
 def test_durations_in_whole_milliseconds(text: str | int, ms: int) -> None:
