@@ -23,8 +23,8 @@ from modeling.reporting.figures import (
     FACETS_PER_ROW,
     METRIC_TITLES,
     depth_axis,
-    log_axis,
-    metric_label,
+    facet_axis,
+    label_panels,
     place,
     series_label,
 )
@@ -136,16 +136,8 @@ def canonical_figure(sweeps: Mapping[str, pd.DataFrame], models: Mapping[str, An
             _draw(ax, frames[(frames["numjobs"] == nj) & (frames["device"] == device)], models.get(device),
                   (mixes, depths), nj, metric, d_i, shade=len(devices) == 1)
         depth_axis(ax, np.concatenate([depths, frames["queue_depth"].to_numpy()]))
-        ax.set_yscale("log")
-        log_axis(ax.yaxis)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(f"numjobs {int(nj)}" + ("" if len(facets) > 1 else " (not swept)"), fontsize=10)
-    for ax in axes.flat[len(facets):]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(metric_label(metric))
-    for ax in axes[-1, :]:
-        ax.set_xlabel("queue depth (per job)")
+        facet_axis(ax, nj, len(facets) > 1)
+    label_panels(axes, len(facets), metric)
     handles = legend_handles(devices, models, mixes)
     fig.suptitle(f"{METRIC_TITLES[metric]} vs queue depth: canonical mixes", x=0.01, y=0.995, ha="left",
                  va="top", fontsize=12, fontweight="bold")

@@ -84,6 +84,24 @@ def depth_axis(ax: Axes, values: Iterable[float]) -> None:
     ax.minorticks_off()
 
 
+def facet_axis(ax: Axes, numjobs: float, swept: bool) -> None:
+    """One numjobs panel of a vs-queue-depth figure: log latency/IOPS axis, grid, title."""
+    ax.set_yscale("log")
+    log_axis(ax.yaxis)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_title(f"numjobs {int(numjobs)}" + ("" if swept else " (not swept)"), fontsize=10)
+
+
+def label_panels(axes: Any, used: int, metric: str) -> None:
+    """Hide the grid's unused panels and label the outer axes of a vs-queue-depth figure."""
+    for ax in axes.flat[used:]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(metric_label(metric))
+    for ax in axes[-1, :]:
+        ax.set_xlabel("queue depth (per job)")
+
+
 def short_number(value: float, _pos: object = None) -> str:
     """A tick label: ``500``, ``20k``, ``1.5M``, ``0.2``."""
     for mult, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -167,18 +185,8 @@ def surface_figure(sweeps: Mapping[str, pd.DataFrame], metric: str) -> Figure:
                     lw=1.5,
                 )
         depth_axis(ax, frames["queue_depth"])
-        ax.set_yscale("log")
-        log_axis(ax.yaxis)
-        ax.grid(True, which="major", alpha=0.3)
-        ax.set_title(
-            f"numjobs {int(nj)}" if len(facets) > 1 else f"numjobs {int(nj)} (not swept)", fontsize=10
-        )
-    for ax in axes.flat[len(facets) :]:
-        ax.set_visible(False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(metric_label(metric))
-    for ax in axes[-1, :]:
-        ax.set_xlabel("queue depth (per job)")
+        facet_axis(ax, nj, len(facets) > 1)
+    label_panels(axes, len(facets), metric)
     handles = _legend_handles(devices, series, compare)
     legend_rows = math.ceil(len(handles) / 6)
     fig.suptitle(

@@ -32,20 +32,8 @@ import numpy as np
 import pandas as pd
 
 from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
-from traces.predict.utilisation import KEY, MIN_SERVED
+from traces.predict.utilisation import KEY, MIN_SERVED, mix_keys, nearest_mix
 from traces.predict.windows import newest_open_loop
-
-WEIGHTS = np.array([1.0, 0.25, 1.0])
-"""A size doubling counts as much as a quarter of the write-ratio range (the correction's distance)."""
-
-
-def _keys(frame: pd.DataFrame) -> np.ndarray:
-    return np.column_stack([
-        frame["write_ratio"].to_numpy(np.float64),
-        np.log2(frame["request_size"].to_numpy(np.float64)),
-        frame["randomness"].to_numpy(np.float64),
-    ])
-
 
 @dataclass(frozen=True)
 class OpenLoopCeilings:
@@ -59,8 +47,7 @@ class OpenLoopCeilings:
 
     def nearest(self, mixes: pd.DataFrame) -> np.ndarray:
         """Each mix's nearest measured mix."""
-        dist = (np.abs(_keys(mixes)[:, None, :] - self.keys[None, :, :]) * WEIGHTS).sum(axis=2)
-        return np.argmin(dist, axis=1)  # type: ignore[no-any-return]
+        return nearest_mix(mixes, self.keys)
 
     def for_mixes(self, mixes: pd.DataFrame) -> np.ndarray:
         """Each mix's ceiling: the nearest measured mix's."""
@@ -111,4 +98,4 @@ def open_loop_ceilings(frame: pd.DataFrame) -> OpenLoopCeilings | None:
     shares = np.clip(np.nan_to_num(served.to_numpy(np.float64) / cap, nan=1.0), 1e-3, 1.0)
     limits = np.minimum(fastest.loc[both].to_numpy(np.float64) / cap, shares)
     keys = pd.DataFrame(list(both), columns=list(KEY))
-    return OpenLoopCeilings(_keys(keys), shares, limits)
+    return OpenLoopCeilings(mix_keys(keys), shares, limits)

@@ -86,12 +86,23 @@ class LatencyParts:
         return cls(*parts)
 
 
-def _key_rows(frame: pd.DataFrame) -> np.ndarray:
+MIX_WEIGHTS = np.array([1.0, 0.25, 1.0])
+"""A size doubling counts as much as a quarter of the write-ratio range (distance between mixes)."""
+
+
+def mix_keys(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's mix as (write ratio, log2 request size, randomness)."""
     return np.column_stack([
         frame["write_ratio"].to_numpy(np.float64),
         np.log2(frame["request_size"].to_numpy(np.float64)),
         frame["randomness"].to_numpy(np.float64),
     ])
+
+
+def nearest_mix(frame: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
+    """Index into ``keys`` (measured mixes, as :func:`mix_keys`) of each row's nearest mix."""
+    dist = (np.abs(mix_keys(frame)[:, None, :] - keys[None, :, :]) * MIX_WEIGHTS).sum(axis=2)
+    return np.argmin(dist, axis=1)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -141,9 +152,7 @@ class UtilisationCorrection:
         ``gap_hist`` (the characterisation's per-window gap histogram) rescales the cold
         path by each window's own gaps instead of Poisson gaps at its rate.
         """
-        # a size doubling counts as much as a quarter of the write-ratio range
-        dist = np.abs(_key_rows(windows)[:, None, :] - self.keys[None, :, :]) * np.array([1.0, 0.25, 1.0])
-        nearest = np.argmin(dist.sum(axis=2), axis=1)
+        nearest = nearest_mix(windows, self.keys)
         rate = windows["iops"].to_numpy(np.float64)
         parts = LatencyParts.of(pred)
         mean = pred["pred_latency_mean_us"].to_numpy(np.float64)
