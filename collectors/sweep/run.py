@@ -122,7 +122,7 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
         catalog.ensure_device(device, settings.device_class, metadata=meta)
         sweep = catalog.find_resumable_sweep(device, key)
         if sweep is None:
-            info = _sweep_info(settings, job, plan)
+            info = _sweep_info(settings, job, plan, meta)
             if settings.precondition:
                 info["precondition"] = precondition(job, passes=settings.precondition_passes,
                                                     remote=settings.job_remote, runner=runner)
@@ -192,10 +192,13 @@ def _prepare_pmem(settings: SweepSettings, facts: dict[str, Any], catalog: Catal
                        offset=settings.offset_bytes, runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms)
 
 
-def _sweep_info(settings: SweepSettings, job: JobSettings, plan: Plan) -> dict[str, Any]:
+def _sweep_info(
+    settings: SweepSettings, job: JobSettings, plan: Plan, meta: dict[str, Any]
+) -> dict[str, Any]:
     uname = platform.uname()
     warnings = []
-    if settings.device_class == "pmem" and pmem.stand_in_env(pmem.pmem_facts(job.target)):
+    # the stand-in warning follows the facts the runner's environment came from (meta)
+    if settings.device_class == "pmem" and pmem.stand_in_env(meta):
         warnings.append(pmem.STAND_IN_WARNING)
     if job.engine == "psync" and any(w.queue_depth > 1 for w in plan.points):
         warnings.append("engine psync ignores iodepth: queue depths above 1 ran at depth 1")

@@ -78,13 +78,19 @@ def set_calibration(datadir: DataDir, name: str, calibration: dict[str, Any]) ->
     return register_derived(datadir, name, {**spec, "calibration": calibration})
 
 
-def load_derived(device: Device, load_base: Callable[[str], Member]) -> DerivedModel:
-    """The model of derived ``device``, over its base device's active model."""
+def derived_parts(device: Device, load_base: Callable[[str], Member]) -> tuple[dict[str, Any], Member, str]:
+    """Derived ``device``'s checked spec, its base device's active model and its own version."""
     spec = derived_spec(device)
     if spec is None:
         raise InvalidInput(f"device {device.name!r} is not a what-if device")
     base = load_base(spec["base"])
-    return DerivedModel(device.name, spec_version(spec, getattr(base, "version", "?")), spec, base)
+    return spec, base, spec_version(spec, getattr(base, "version", "?"))
+
+
+def load_derived(device: Device, load_base: Callable[[str], Member]) -> DerivedModel:
+    """The model of derived ``device``, over its base device's active model."""
+    spec, base, version = derived_parts(device, load_base)
+    return DerivedModel(device.name, version, spec, base)
 
 
 def calibrate_derived(

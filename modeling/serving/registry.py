@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from modeling.derived.store import VERSION_PREFIX, derived_devices, load_derived
+from modeling.derived.model import DerivedModel
+from modeling.derived.store import VERSION_PREFIX, derived_devices, derived_parts
 from modeling.serving.device_model import DeviceModel
 from modeling.serving.metric_models import MetricSpec, ScopeModel
 from modeling.serving.physics.limits import PhysicsLimits
@@ -338,11 +339,14 @@ class ModelRegistry:
         return found
 
     def _load_derived(self, dev: Device) -> Any:
-        model = load_derived(dev, self.load)  # cheap: the base model comes from the cache
-        key = (dev.name, model.version)
+        # the version first (the base model comes from the cache): a new DerivedModel, with
+        # an empty member-curve cache, only when that version is not cached yet
+        spec, base, version = derived_parts(dev, self.load)
+        key = (dev.name, version)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
+        model = DerivedModel(dev.name, version, spec, base)
         self.cache.put(key, model)  # type: ignore[arg-type]  # answers like a DeviceModel
         return model
 

@@ -215,9 +215,9 @@ def _cached(
         if key in _SOURCES:
             _SOURCES.move_to_end(key)
             return _SOURCES[key]
-    source = device_source(datadir, device, model)
-    measured = (open_loop_ceilings(read_measurement_files(datadir.catalog.measurements_dir, files))
-                if source.correction is not None else None)
+    frame = read_measurement_files(datadir.catalog.measurements_dir, files)  # once, for both
+    source = device_source(datadir, device, model, frame)
+    measured = open_loop_ceilings(frame) if source.correction is not None else None
     with _SOURCES_LOCK:
         _SOURCES[key] = (source, measured)
         while len(_SOURCES) > SOURCE_CACHE:

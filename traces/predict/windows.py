@@ -47,9 +47,11 @@ class DeviceCurveSource:
     sizes: list[int] = field(default_factory=list)
 
 
-def device_source(datadir: DataDir, device: str, model: PredictsFrame) -> DeviceCurveSource:
-    """The device's measured closed-loop loads and its open-loop correction, from the catalog."""
-    frame = datadir.catalog.measurements(device)
+def device_source(datadir: DataDir, device: str, model: PredictsFrame,
+                  frame: pd.DataFrame | None = None) -> DeviceCurveSource:
+    """The device's measured closed-loop loads and its open-loop correction, from the catalog
+    (or from ``frame``, its measurements when the caller has read them already)."""
+    frame = datadir.catalog.measurements(device) if frame is None else frame
     notes: list[str] = []
     if frame.empty or "queue_depth" not in frame:
         note = "no stored measurements: queue depths 1-64 assumed"

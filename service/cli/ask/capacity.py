@@ -78,6 +78,14 @@ MAX_TABLES = 20
 """Answers printed as tables; ``--json`` gives them all."""
 
 
+_SHORT_BINDS = {"saturation": "none (saturates)", "never": "never met", "measured": "none (measured)"}
+
+
+def _short_binding(outcome: str, binding: str) -> str:
+    """The binding-target cell of the fleet and headroom tables: the outcome where none binds."""
+    return _SHORT_BINDS.get(outcome, binding)
+
+
 def answer_table(a: CapacityAnswer, title: str) -> object:
     """One answer: max IO/s, MiB/s, interval, in flight, utilisation, binding target, beyond measured."""
     table = cli_table("", "", title=title, show_header=False)
@@ -132,8 +140,7 @@ def print_fleet(result: FleetCapacity) -> None:
             title=f"{_mix_text(mix['workload'])} under {result.slo}{burst}",
         )
         for r in mix["ranking"]:
-            binds = {"saturation": "none (saturates)", "never": "never met",
-                     "measured": "none (measured)"}.get(r["outcome"], r["binding"])
+            binds = _short_binding(r["outcome"], r["binding"])
             mark = "" if r["open_loop_points"] else " *"
             table.add_row(
                 str(r["rank"]),
@@ -180,8 +187,9 @@ def capacity_cmd(
         raise InvalidInput("give one of --device D, --devices a,b or --all-devices")
     target = parse_slo(slo)
     mixes, notes = read_question(workload, input_csv)
+    data = datadir()
     if device is not None:
-        one = device_capacity(datadir(), device, mixes, target, burstiness)
+        one = device_capacity(data, device, mixes, target, burstiness)
         one.notes[:0] = notes
         if json_out:
             print_json(one.to_dict())
@@ -189,9 +197,9 @@ def capacity_cmd(
             print_device(one)
         return
     names = select_devices(
-        datadir(), [p.strip() for p in (devices or "").split(",") if p.strip()], all_devices=all_devices
+        data, [p.strip() for p in (devices or "").split(",") if p.strip()], all_devices=all_devices
     )
-    many = fleet_capacity(datadir(), names, mixes, target, burstiness)
+    many = fleet_capacity(data, names, mixes, target, burstiness)
     if json_out:
         print_json({**many.to_dict(), "notes": notes})
         return
@@ -230,8 +238,7 @@ def print_headroom(h: TraceHeadroom) -> None:
         title="the windows that break first",
     )
     for w in h.breaking_first:
-        binds = {"saturation": "none (saturates)", "never": "never met",
-                     "measured": "none (measured)"}.get(w["outcome"], w["binding"])
+        binds = _short_binding(w["outcome"], w["binding"])
         table.add_row(
             str(w["window"]),
             f"{w['window_start_s']:.3f}",
