@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.devices.throttle import create_throttle, remove_throttle
+from collectors.devices.throttle import MAX_IOPS, create_throttle, remove_throttle
 from modeling.errors import InvalidInput, NotFound
 from modeling.store import DataDir
 from modeling.workload import MIB
@@ -165,8 +165,8 @@ def create_reference(datadir: DataDir, kind: str = "auto", size: int = 256 * MIB
 
 
 def _make_throttled(size: int, iops: int) -> Reference:
-    if not 1 <= iops <= 10_000_000:
-        raise InvalidInput("--iops must be between 1 and 10000000")
+    if not 1 <= iops <= MAX_IOPS:  # before zram exists: create_throttle's own check comes after
+        raise InvalidInput(f"--iops must be between 1 and {MAX_IOPS}")
     try:
         zram = _make_zram(size)
     except OSError as exc:

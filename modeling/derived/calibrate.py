@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from modeling.errors import InvalidInput
-from modeling.workload_matrix import FIELD_INDEX
+from modeling.workload_matrix import FIELD_INDEX, mean_request_size, outstanding_io
 
 _I = FIELD_INDEX
 CALIBRATED_METRICS = ("iops", "latency_mean_us", "bandwidth_mib_s", "latency_p99_us")
@@ -24,9 +24,9 @@ CALIBRATED_METRICS = ("iops", "latency_mean_us", "bandwidth_mib_s", "latency_p99
 
 def correction_features(w: np.ndarray) -> np.ndarray:
     """log2 in-flight, write ratio and log2 mean request size of workload rows."""
-    wr = w[:, _I["write_ratio"]]
-    size = (1 - wr) * w[:, _I["read_size"]] + wr * w[:, _I["write_size"]]
-    return np.column_stack([np.log2(w[:, _I["queue_depth"]] * w[:, _I["numjobs"]]), wr, np.log2(size)])
+    return np.column_stack(
+        [np.log2(outstanding_io(w)), w[:, _I["write_ratio"]], np.log2(mean_request_size(w))]
+    )
 
 
 class LogRatioCorrection(RegressorMixin, BaseEstimator):

@@ -159,11 +159,6 @@ class CurveCache:
                 self._data.popitem(last=False)
 
 
-def in_flight(w: np.ndarray) -> np.ndarray:
-    """Requests in flight of each workload row (queue depth x jobs)."""
-    return w[:, _QD] * w[:, _NJ]
-
-
 def as_result(values: dict[str, np.ndarray], extrapolated: np.ndarray, law: str) -> dict[str, Any]:
     """The laws' common output: metric arrays, the member's extrapolation flag and the law's name."""
     return {"values": values, "extrapolated": extrapolated, "law": law}

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from modeling.derived.curve import CurveCache, Curves, Member, as_result, in_flight
-from modeling.workload_matrix import FIELD_INDEX
+from modeling.derived.curve import CurveCache, Curves, Member, as_result
+from modeling.units import MIB
+from modeling.workload_matrix import FIELD_INDEX, mean_request_size, outstanding_io
 
 _I = FIELD_INDEX
-MIB = 1024 * 1024
 TRANSPORTS = {"tcp": 20.0, "rdma": 5.0}
 """Transport -> default added latency per I/O (us) when none is given."""
 
@@ -56,7 +56,7 @@ def predict_fabric(
 ) -> dict[str, Any]:
     """The exported device's IOPS, bandwidth and latencies for workload rows."""
     curves = Curves(local, w, model, cache)
-    big_l = in_flight(w)
+    big_l = outstanding_io(w)
     at_device = big_l.copy()
     for _ in range(30):  # the fixed point converges fast: the share only shrinks with added latency
         w_local = curves.latency_us(at_device)
@@ -64,8 +64,7 @@ def predict_fabric(
     device_latency = curves.latency_us(at_device)
     latency = device_latency + link.added_latency_us
     iops = 1e6 * big_l / latency
-    wr = w[:, _I["write_ratio"]]
-    size = (1 - wr) * w[:, _I["read_size"]] + wr * w[:, _I["write_size"]]
+    size = mean_request_size(w)
     iops = np.minimum(iops, link.link_mib_s * MIB / size)
     if link.target_iops:
         iops = np.minimum(iops, link.target_iops)

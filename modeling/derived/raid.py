@@ -35,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from modeling.derived.curve import CurveCache, Curves, Member, as_result, in_flight
-from modeling.workload_matrix import FIELD_INDEX
+from modeling.derived.curve import CurveCache, Curves, Member, as_result
+from modeling.units import MIB
+from modeling.workload_matrix import FIELD_INDEX, mean_request_size, outstanding_io
 
 _I = FIELD_INDEX
 LEVELS = (0, 1, 5, 6, 10)
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -151,16 +151,14 @@ def predict_raid(
     """The array's IOPS, bandwidth and latencies (mean, p99 if the member has it) for workload rows."""
     load = member_load(lay, w)
     curves = Curves(member, member_workloads(lay, w, load), model, cache)
-    big_l = in_flight(w)
+    big_l = outstanding_io(w)
     concurrent = load["ios"] / load["phases"]  # member I/Os one array request has in flight at once
     per_member = big_l * concurrent / lay.members
     path = np.minimum(big_l * concurrent, curves.knee())
     phase_lat = np.maximum(curves.latency_us(per_member), curves.latency_us(path))
     latency = load["phases"] * phase_lat
     iops = 1e6 * big_l / latency
-    size = (1 - w[:, _I["write_ratio"]]) * w[:, _I["read_size"]] + w[:, _I["write_ratio"]] * w[
-        :, _I["write_size"]
-    ]
+    size = mean_request_size(w)
     iops = _ceilings(iops, size, lay.ceiling_iops, lay.ceiling_mib_s)
     latency = 1e6 * big_l / iops
     values = {"iops": iops, "bandwidth_mib_s": iops * size / MIB, "latency_mean_us": latency}
