@@ -21,7 +21,7 @@ from modeling.serving.device_model import DeviceModel
 from modeling.training.evaluate import error_summary
 from modeling.features import compute_features
 from modeling.training.fit import measured_limits, median_by_workload, training_rows
-from modeling.serving.metric_models import MEAN_MODES, MetricSpec, ScopeModel
+from modeling.serving.metric_models import MetricSpec, ScopeModel
 from modeling.training.selection import cv_folds, relative_errors, workload_groups
 from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 from modeling.workload_matrix import region_codes
@@ -78,11 +78,7 @@ def refit(model: DeviceModel, w: np.ndarray, ys: dict[str, np.ndarray]) -> Devic
     codes = region_codes(w)
     specs: dict[str, MetricSpec] = {}
     for metric, spec in model.specs.items():
-        # a ratio's members learn the ratio to the mean latency; a blend's the share of it its
-        # scope answers for (its value times the mean to its power is the percentile)
-        target = ys[metric]
-        if spec.mode in MEAN_MODES:
-            target = target / ys["latency_mean_us"] ** spec.mean_power
+        y, mean = ys[metric], ys.get("latency_mean_us")
         scopes: dict[str, ScopeModel] = {}
         for name, sm in spec.scopes.items():
             # a region model that ``auto`` does not route to answers nothing here: not refitted
@@ -91,8 +87,10 @@ def refit(model: DeviceModel, w: np.ndarray, ys: dict[str, np.ndarray]) -> Devic
             rows = np.ones(len(w), dtype=bool) if name == "global" else codes == REGION_NAMES.index(name)
             if not rows.any():
                 continue
+            # a ratio's members learn the ratio to the mean latency, a blend's each its own target
             members = [
-                (fs, clone(est).fit(compute_features(w[rows], fs), target[rows])) for fs, est in sm.members
+                (fs, clone(est).fit(compute_features(w[rows], fs), spec.member_target(i, y, mean)[rows]))
+                for i, (fs, est) in enumerate(sm.members)
             ]
             scopes[name] = dataclasses.replace(
                 sm, members=members, lo=w[rows].min(axis=0), hi=w[rows].max(axis=0), runners=[], _bounds=None

@@ -119,6 +119,22 @@ class MetricSpec:
     A ratio's is 1.  A blend's global scope holds the members of a ratio model (weighted
     ``a``) and of a direct model (weighted ``1 - a``), so its value is ``(ratio)^a x
     (direct)^(1 - a)`` and the answer ``(ratio x mean)^a x (direct)^(1 - a)``: its power is ``a``."""
+    ratio_members: int | None = None
+    """A blend: how many of its global scope's leading members predict the ratio to the mean latency
+    (the others the percentile itself).  None: every member predicts the scope's own target."""
+
+    def member_target(self, i: int, y: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        """What member ``i`` of the global scope learns, from the percentile ``y`` and the mean latency.
+
+        A direct model's members the metric itself; a ratio's the ratio to the mean; a blend's
+        ratio members the ratio and its direct members the percentile (a scope whose members
+        all learn the blend's share, as a transfer's, the percentile over the mean to its power).
+        """
+        if self.mode not in MEAN_MODES:
+            return y
+        if self.ratio_members is None:
+            return y / (mean if self.mean_power == 1.0 else mean**self.mean_power)
+        return y / mean if i < self.ratio_members else y
 
     def scope_for(self, code: int, model: str, device: str, metric: str) -> str:
         """The scope model that answers for workloads of region ``code`` under the choice ``model``.

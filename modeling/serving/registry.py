@@ -84,6 +84,7 @@ def encode_model(model: DeviceModel) -> tuple[dict[str, Any], dict[str, bytes]]:
         metrics[metric] = {"mode": spec.mode, "auto_regions": sorted(spec.auto_regions), "scopes": scopes}
         if spec.mode == "blend":
             metrics[metric]["mean_power"] = float(spec.mean_power)
+            metrics[metric]["ratio_members"] = spec.ratio_members
     doc: dict[str, Any] = {"metrics": metrics, "data_regions": sorted(model.data_regions)}
     if model.limits is not None:
         doc["physics"] = model.limits.to_json()
@@ -123,7 +124,7 @@ def decode_model(
             auto = frozenset(m["auto_regions"])
             if "global" not in scopes or not auto <= set(scopes):
                 raise CorruptModel(f"model file lacks the global model of {metric}")
-            specs[metric] = MetricSpec(metric, m["mode"], scopes, auto, _mean_power(m))
+            specs[metric] = MetricSpec(metric, m["mode"], scopes, auto, *_blend_of(m, scopes["global"]))
         if any(s.mode == "derived" for s in specs.values()) and specs.get("iops", None) is None:
             raise CorruptModel("derived metrics without an IOPS model")
         if any(s.mode in MEAN_MODES for s in specs.values()) and specs.get("latency_mean_us", None) is None:
@@ -140,14 +141,17 @@ def decode_model(
     return DeviceModel(device, version, specs, regions, manifest, limits)
 
 
-def _mean_power(m: Any) -> float:
-    """A blend's power of the mean latency (strictly between 0 and 1); a ratio's is 1."""
+def _blend_of(m: Any, sm: ScopeModel) -> tuple[float, int | None]:
+    """A blend's power of the mean latency (in (0, 1)) and its ratio members; a ratio's 1 and None."""
     if m["mode"] != "blend":
-        return 1.0
+        return 1.0, None
     power = float(m["mean_power"])
     if not 0.0 < power < 1.0:
         raise CorruptModel("bad mean latency power of a blend in model file")
-    return power
+    k = m.get("ratio_members")
+    if k is not None and not (isinstance(k, int) and 0 < k < len(sm.members)):
+        raise CorruptModel("bad ratio members of a blend in model file")
+    return power, k
 
 
 def _blend_weights(raw: Any, n: int) -> list[float] | None:

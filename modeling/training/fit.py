@@ -471,7 +471,10 @@ def _blend_spec(fit: _Fit, metric: str, plain: Selection, weight: float) -> tupl
         scopes[name] = blend_scope(sm, plain_scope, weight, fit.runs.q(oof, metric, mask), _mre(oof, truth))
     if rules.mode == "ratio":
         fit.blend_plain[metric] = (plain.oof, weight)
-        spec = MetricSpec(metric, "blend", scopes, rules.auto_regions, mean_power=weight)
+        spec = MetricSpec(
+            metric, "blend", scopes, rules.auto_regions, mean_power=weight,
+            ratio_members=len(rules.scopes["global"].members),
+        )
     else:
         spec = MetricSpec(metric, rules.mode, scopes, rules.auto_regions)
     entry["mode"] = spec.mode
