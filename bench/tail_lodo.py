@@ -183,10 +183,13 @@ def _mre(pred: np.ndarray, y: np.ndarray) -> float:
 def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
     """Per device: each percentile's guard setting chosen on the others, and every contender's MRE.
 
-    A percentile's setting is the one with the lowest mean error of that percentile over
-    the other devices (the other percentiles at their shipped settings, as the ladder couples
-    them; ties go to the stronger guard, then to the fallback with its multiplier); the
-    device is then scored with the chosen settings together, in ladder order.
+    A percentile's setting is the one with the lowest mean log ratio of its error to the plain
+    XGBoost's over the other devices (the other percentiles at their shipped settings, as the
+    ladder couples them; ties go to the stronger guard, then to the fallback with its
+    multiplier, then to no blend); the device is then scored with the chosen settings
+    together, in ladder order.  The ratio, not the error itself: the SATA SSDs' p99 errors
+    (35-160 %, one PM883 draw 45 % and another 162 %) would otherwise decide every device's
+    setting, and the issue asks for each device to be no worse than the plain model.
     """
     settings = [st for st in SETTINGS if all(st in settings_of(run) for run in runs.values())]
     scores = {
@@ -194,13 +197,15 @@ def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
                for st in settings}
         for name, run in runs.items()
     }
+    plain = {name: {m: _mre(run["plain"][m], run["ys"][m]) for m in TAIL} for name, run in runs.items()}
     table: dict[str, dict] = {}
     for name, run in runs.items():
         others = [o for o in runs if o != name] or [name]
         # ties: the stronger guard, the fallback with its multiplier, no blend
         chosen = {
             m: min(settings,
-                   key=lambda st, m=m: (np.mean([scores[o][st][m] for o in others]), -st[0], -st[1], st[2]))
+                   key=lambda st, m=m: (np.mean([math.log(scores[o][st][m] / plain[o][m]) for o in others]),
+                                        -st[0], -st[1], st[2]))
             for m in TAIL
         }
         ys = run["ys"]
