@@ -15,6 +15,7 @@ measurement will land, noise included.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -266,9 +267,9 @@ def fit_device_model(
     cross-validation chooses per metric.  Explicit ``candidates`` are used as given, not
     tuned.  ``tail_guard``: the latency percentiles fall back to a plain log-target
     XGBoost unless their rules beat it by this many paired standard errors
-    (:mod:`modeling.training.tail_guard`); None means :data:`TAIL_GUARDS` with the default
-    candidates and no guard with explicit ones (``-inf`` records the comparison and always
-    keeps the rules).
+    (:mod:`modeling.training.tail_guard`: or a blend of the two, :data:`TAIL_BLEND`); None
+    means :data:`TAIL_GUARDS` with the default candidates and no guard with explicit ones
+    (``-inf`` records the comparison and always keeps the rules, unblended).
     """
     start = time.monotonic()
     w_runs, ys_runs, runs = training_rows(frame)
@@ -406,7 +407,8 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
     kind = "scaled" if FALLBACK_MULTIPLIER[metric] else "raw"
     plain = scaled if FALLBACK_MULTIPLIER[metric] else raw
     threshold = fit.tail_guard[metric]
-    weight = choose_weight(scored[kind], threshold, TAIL_BLEND[metric])
+    # -inf keeps the rules alone (the bench's reference: it judges the blends itself)
+    weight = choose_weight(scored[kind], threshold, TAIL_BLEND[metric] and threshold > -math.inf)
     z = scored[kind][1.0][1]
     info = {
         "plain": plain.name,

@@ -47,10 +47,14 @@ def _fit(device, guard, blends=True, regions=False):
         )
 
 
+LOW = -1e9
+"""A threshold every weight passes: each percentile served at its lowest-CV weight (-inf keeps the rules)."""
+
+
 @pytest.fixture(scope="module")
 def blended(device):
-    """At -inf with blends every percentile is served at its lowest-CV weight: blends on this device."""
-    return _fit(device, -math.inf, regions=True)
+    """With no threshold to pass, every percentile is served at its lowest-CV weight: blends here."""
+    return _fit(device, LOW, regions=True)
 
 
 def test_choose_weight_follows_the_inner_cv():
@@ -81,7 +85,7 @@ def test_the_guard_serves_the_weight_the_inner_cv_chose(device, blended):
         kind = "scaled" if tail_guard.FALLBACK_MULTIPLIER[m] else "raw"
         scored = {float(k): (mre, z) for k, (mre, z) in info["blends"][kind].items()}
         assert set(scored) == {*BLEND_WEIGHTS, 1.0}
-        assert info["weight"] == choose_weight(scored, -math.inf, blends=True)
+        assert info["weight"] == choose_weight(scored, LOW, blends=True)
         weight = info["weight"]
         modes.add(entry["mode"])
         if 0.0 < weight < 1.0:
@@ -103,7 +107,7 @@ def test_a_clearly_better_side_is_served_alone():
     """Where the rules are near exact (the ratio to the mean on a clean known tail) a blend with
     the plain model only adds its error: the inner CV keeps the rules alone; at +inf nothing passes."""
     clean = known_tail(synthetic_rows(noise=0.0, seed=3))
-    _, report = _fit(clean, -math.inf)
+    _, report = _fit(clean, LOW)
     info = report["metrics"][P99]["tail_guard"]
     assert report["metrics"][P99]["mode"] == "ratio" and info["weight"] == 1.0
     _, report = _fit(clean, math.inf)
@@ -114,7 +118,7 @@ def test_a_blend_answers_the_geometric_mean_of_its_parts(device, blended):
     """The ``blend`` spec's answer, before the ladder, is (rules' ratio x mean)^w x plain^(1 - w),
     with the rules' and the plain model's own fits (the rules-only and plain-only trainings)."""
     model, report = blended
-    rules_model, _ = _fit(device, -math.inf, blends=False, regions=True)
+    rules_model, _ = _fit(device, -math.inf, regions=True)  # -inf: the rules alone, even with blends
     plain_model, _ = _fit(device, math.inf, blends=False, regions=True)
     w = workload_matrix(device)[:25]
     X = {fs: compute_features(w, fs) for fs in ("basic", "extended")}
