@@ -30,6 +30,7 @@ import pandas as pd
 
 from collectors.plans.presets import Plan
 from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds
+from collectors.sweep.steady import WARMUP_MS
 from modeling.errors import InvalidInput, NoData
 from modeling.store.open_loop_rows import closed_loop_rows
 from modeling.workload import MAX_REQUEST_SIZE, Workload
@@ -42,6 +43,10 @@ OWN_RATE_QUANTILES = (0.5, 0.95)
 # modeling.training.fit.MIN_ROWS: a model needs this many closed-loop points
 TRAIN_MIN_POINTS = 8
 FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
+# capacity points (see capacity_points): offered this many times the closed-loop capacity, so
+# that the replay's lanes never sleep, for mixes whose windows reach this share of it
+OVERLOAD = 3.0
+NEAR_CAPACITY = 0.3
 
 
 class Characterised(Protocol):
@@ -85,7 +90,8 @@ class TracePlan:
         """
         closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
         own = [(m.workload, int(r)) for m in self.mixes for r in m.own_rates]
-        frac = len(self.mixes) * len(self.fractions) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
+        per_point = (runtime_ms + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
+        frac = len(self.mixes) * len(self.fractions) * per_point
         return closed + open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s) + frac
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,13 +240,12 @@ def bracket(mixes: list[MixSpec], ladder: list[int], points: list[Workload], blo
     return added
 
 
-def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
-    """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
-    the plan's fractions of the capacity its closed-loop points measured."""
+def mix_capacities(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[MixSpec, float]]:
+    """Each planned mix and the capacity (most IO/s) its closed-loop points measured."""
     closed = closed_loop_rows(measured)
     if closed.empty:
         raise NoData("the device has no closed-loop measurements to take capacities from")
-    out: list[tuple[Workload, int]] = []
+    out: list[tuple[MixSpec, float]] = []
     for mix in plan.mixes:
         w = mix.workload
         same = closed
@@ -252,10 +257,34 @@ def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Work
         if same.empty:
             raise NoData(f"no closed-loop point of the mix {w.write_ratio:g} writes, "
                          f"{w.read_size}/{w.write_size} B: run the closed-loop phase first")
-        capacity = float(same["iops"].max())
+        out.append((mix, float(same["iops"].max())))
+    return out
+
+
+def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
+    """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
+    the plan's fractions of the capacity its closed-loop points measured."""
+    out: list[tuple[Workload, int]] = []
+    for mix, capacity in mix_capacities(plan, measured):
         rates = {max(int(round(r)), 1) for r in mix.own_rates}
         rates |= {max(int(round(f * capacity)), plan.lanes) for f in plan.fractions}
-        lanes = w.model_copy(update={"numjobs": plan.lanes})
+        lanes = mix.workload.model_copy(update={"numjobs": plan.lanes})
         out += [(lanes, r) for r in sorted(rates)]
     return out
 
+
+def capacity_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
+    """``(workload of the replay's lanes, offered IO/s)``: the mixes whose traces come near their
+    capacity (a window's rate at least :data:`NEAR_CAPACITY` of it), offered :data:`OVERLOAD` x it.
+
+    Replayed so (:mod:`traces.replay.capacity`), such a point measures what the replay path
+    itself serves at the mix, which the prediction caps its capacity at.  Mixes whose traces
+    stay far below capacity (the shared traces: wsrch's 16 KiB reads at 430-510 IO/s where
+    psync serves tens of thousands) never meet that cap and are not replayed.
+    """
+    out: list[tuple[Workload, int]] = []
+    for mix, capacity in mix_capacities(plan, measured):
+        if max(mix.own_rates, default=0.0) >= NEAR_CAPACITY * capacity:
+            lanes = mix.workload.model_copy(update={"numjobs": plan.lanes})
+            out.append((lanes, int(round(OVERLOAD * capacity))))
+    return out
