@@ -29,20 +29,23 @@ import numpy as np
 import pandas as pd
 
 from collectors.plans.presets import Plan
-from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds
+from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds, replay_lanes
 from collectors.sweep.steady import WARMUP_MS
 from modeling.errors import InvalidInput, NoData
 from modeling.store.open_loop_rows import closed_loop_rows
+from modeling.training import MIN_ROWS
 from modeling.workload import MAX_REQUEST_SIZE, Workload
 
 FRACTIONS = (0.2, 0.5, 0.8, 0.95)
-REPLAY_LANES = 16  # traces.replay.run.DEFAULT_LANES: a trace without latencies replays on 16 lanes
-MAX_LANES = 64  # traces.replay.run.MAX_LANES
 DEFAULT_BUDGET = 48
 OWN_RATE_QUANTILES = (0.5, 0.95)
-# modeling.training.fit.MIN_ROWS: a model needs this many closed-loop points
-TRAIN_MIN_POINTS = 8
+TRAIN_MIN_POINTS = MIN_ROWS  # a model needs this many closed-loop points
 FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
+# the smallest difference in write ratio or randomness (and 0.4 of a size doubling: the size
+# features are log2 x 0.25) that makes two mixes; randomness is planned on this grid.  A
+# Poisson trace of random 1 MiB reads over 64 MiB reads 1 in 64 requests in sequence, and its
+# windows' randomness spreads over 0.96-1.0
+MIX_GRID = 0.1
 # capacity points (see capacity_points): offered this many times the closed-loop capacity, so
 # that the replay's lanes never sleep, for mixes whose windows reach this share of it
 OVERLOAD = 3.0
@@ -102,6 +105,10 @@ class TracePlan:
                 "closed_points": len(self.closed), "open_loop_points": self.n_open_loop, "notes": self.notes}
 
 
+def _grid(value: float) -> float:
+    return round(round(value / MIX_GRID) * MIX_GRID, 2)
+
+
 def _round_size(size: float, block: int) -> int:
     return int(min(max(block, round(size / block) * block), MAX_REQUEST_SIZE))
 
@@ -155,7 +162,7 @@ def _windows(traces: Sequence[Characterised]) -> pd.DataFrame:
 def lanes_for(traces: Sequence[Characterised]) -> int:
     """The replay's lane count for these traces: 16, or their most requests in flight (<= 64)."""
     most = max((float(ch.windows["queue_depth"].max()) for ch in traces if len(ch.windows)), default=1.0)
-    return int(min(max(REPLAY_LANES, int(np.ceil(most))), MAX_LANES))
+    return replay_lanes(most)
 
 
 def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BUDGET,
@@ -180,7 +187,9 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
     # a size doubling counts as a quarter of the write-ratio range (traces.predict.utilisation)
     x = x * np.array([1.0, 0.25, 0.25, 1.0])
     w = win["weight"].to_numpy(np.float64)
-    k = min(budget // len(ladder), len(np.unique(np.round(x, 3), axis=0)))
+    # mixes apart by less than a grid step are one mix: a window of random offsets whose
+    # randomness reads 0.998 is the same mix as one at 1.0 and must not take a ladder of its own
+    k = min(budget // len(ladder), len(np.unique(np.round(x / MIX_GRID), axis=0)))
     labels = _weighted_kmeans(x, w, k)
     mixes: list[MixSpec] = []
     points: list[Workload] = []
@@ -196,9 +205,9 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
         wr = round(avg["write_ratio"], 2)
         main = sizes["write_size"] if wr >= 0.5 else sizes["read_size"]
         base = Workload(write_ratio=wr, queue_depth=1, numjobs=1, request_size=main,
-                        randomness=round(avg["randomness"], 2), read_size=sizes["read_size"],
-                        write_size=sizes["write_size"], read_randomness=round(avg["read_randomness"], 2),
-                        write_randomness=round(avg["write_randomness"], 2))
+                        randomness=_grid(avg["randomness"]), read_size=sizes["read_size"],
+                        write_size=sizes["write_size"], read_randomness=_grid(avg["read_randomness"]),
+                        write_randomness=_grid(avg["write_randomness"]))
         rates = {round(float(np.quantile(part["iops"], q)), 1) for q in OWN_RATE_QUANTILES}
         share = float(pw.sum() / w.sum())
         same = next((m for m in mixes if m.workload == base), None)

@@ -74,8 +74,11 @@ def sweep_for_traces(
     meta: dict[str, Any] = {"for_trace": plan.to_dict(), "closed_loop_priority": (
         f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
         else "normal")}
+    # the priority is part of what was measured: a rerun as root does not resume a sweep
+    # measured at normal priority (nor the other way round)
     closed = run_sweep(datadir, device, plan.closed, settings, progress=progress, wait=wait,
-                       on_wait=on_wait, runner=closed_loop_runner(settings.fio))
+                       on_wait=on_wait, runner=closed_loop_runner(settings.fio),
+                       key_extra={"priority": meta["closed_loop_priority"]})
     frame = closed_frame(datadir, closed)
     points = open_loop_points(plan, frame)
     extra = capacity_points(plan, frame) if replay_capacity is not None else []

@@ -58,7 +58,10 @@ FRACTIONS = (0.1, 0.3, 0.6, 0.9)
 # priority while the replay of the same trace (real-time) measured 17-22 us.
 RT_PRIORITY = "20"
 LIGHT_RATES = (200, 2000)
+# the replay's lanes (traces.replay.run): 16, or a trace's most requests in flight, at most 64;
+# open-loop points issue from as many psync jobs
 LANES = 16
+MAX_LANES = 64
 # a point's mean and p99 need this many requests: at 200 IO/s a 2 s run has 400, and its
 # p99 is its fourth-slowest request (zram here: 43 us, then 15 us in the next sweep).
 # Sparse points run longer, up to MAX_POINT_MS.
@@ -108,6 +111,14 @@ def open_loop_plan(
         light = [r for r in LIGHT_RATES if r < 0.5 * min(rates)]
         plan += [(w, rate) for rate in light + rates]
     return plan
+
+
+def replay_lanes(in_flight: float | None) -> int:
+    """The lanes a trace replays on: :data:`LANES`, or its most requests in flight (``in_flight``,
+    None when the trace has no latencies to tell), at most :data:`MAX_LANES`."""
+    if in_flight is None:
+        return LANES
+    return int(min(max(LANES, int(np.ceil(in_flight))), MAX_LANES))
 
 
 def point_runtime_ms(rate_iops: float, runtime_ms: int, min_requests: int = MIN_REQUESTS) -> int:
