@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-import pytest
 
 from typer.testing import CliRunner
 
@@ -75,22 +74,3 @@ def test_cli_ingest_rejects_bad_meta(datadir: DataDir) -> None:
     result = runner.invoke(app, ["ingest", "-d", "x", "--meta", "novalue", str(FIO_SUBSET)])
     assert result.exit_code == 2 and "use KEY=VALUE" in result.output
 
-
-@pytest.mark.parametrize("columns", [80, 160])
-def test_cli_devices_never_folds_a_metadata_item(datadir: DataDir, monkeypatch: pytest.MonkeyPatch,
-                                                 columns: int) -> None:
-    """At 80 columns the metadata column was a few characters wide and every item broke inside
-    itself; now each item stays whole, in its own column where there is room, else below."""
-    items = ["controller=P420i", "model=SAMSUNG_MZ7LH960HAJR", "raid_disks=3"]
-    meta = [arg for item in items for arg in ("--meta", item)]
-    result = runner.invoke(app, ["ingest", "-d", "samsung-pm883-array", "--class", "raid", *meta,
-                                 str(FIO_SUBSET / "INTEL_D3_S4610")])
-    assert result.exit_code == 0, result.output
-    monkeypatch.setenv("COLUMNS", str(columns))
-    table = runner.invoke(app, ["devices"])
-    assert table.exit_code == 0, table.output
-    assert max(len(line) for line in table.output.splitlines()) <= columns
-    for item in items:
-        assert item in table.output, (item, table.output)
-    beside = "metadata" in table.output.splitlines()[1]
-    assert beside == (columns == 160)
