@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from modeling.serving.metric_models import derive_from_iops
 from modeling.workload_matrix import FIELD_INDEX
 
 _QD, _NJ = FIELD_INDEX["queue_depth"], FIELD_INDEX["numjobs"]
@@ -162,3 +163,12 @@ class CurveCache:
 def as_result(values: dict[str, np.ndarray], extrapolated: np.ndarray, law: str) -> dict[str, Any]:
     """The laws' common output: metric arrays, the member's extrapolation flag and the law's name."""
     return {"values": values, "extrapolated": extrapolated, "law": law}
+
+
+def rate_values(iops: np.ndarray, size: np.ndarray, in_flight: np.ndarray) -> dict[str, np.ndarray]:
+    """IOPS with the bandwidth and mean latency it implies (Little's law), as trained models derive them."""
+    return {
+        "iops": iops,
+        "bandwidth_mib_s": derive_from_iops("bandwidth_mib_s", iops, size, in_flight),
+        "latency_mean_us": derive_from_iops("latency_mean_us", iops, size, in_flight),
+    }

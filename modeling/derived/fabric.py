@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from modeling.derived.curve import CurveCache, Curves, Member, as_result
+from modeling.derived.curve import CurveCache, Curves, Member, as_result, rate_values
 from modeling.units import MIB
 from modeling.workload_matrix import FIELD_INDEX, mean_request_size, outstanding_io
 
@@ -68,8 +68,8 @@ def predict_fabric(
     iops = np.minimum(iops, link.link_mib_s * MIB / size)
     if link.target_iops:
         iops = np.minimum(iops, link.target_iops)
-    latency = 1e6 * big_l / iops
-    values = {"iops": iops, "bandwidth_mib_s": iops * size / MIB, "latency_mean_us": latency}
+    values = rate_values(iops, size, big_l)
+    latency = values["latency_mean_us"]
     tail = curves.tail(at_device)
     if tail is not None:
         # the device's own spread; the added latency and the ceilings' waits are a constant shift

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from modeling.derived.curve import CurveCache, Curves, Member, as_result
+from modeling.derived.curve import CurveCache, Curves, Member, as_result, rate_values
 from modeling.units import MIB
 from modeling.workload_matrix import FIELD_INDEX, mean_request_size, outstanding_io
 
@@ -160,8 +160,8 @@ def predict_raid(
     iops = 1e6 * big_l / latency
     size = mean_request_size(w)
     iops = _ceilings(iops, size, lay.ceiling_iops, lay.ceiling_mib_s)
-    latency = 1e6 * big_l / iops
-    values = {"iops": iops, "bandwidth_mib_s": iops * size / MIB, "latency_mean_us": latency}
+    values = rate_values(iops, size, big_l)
+    latency = values["latency_mean_us"]
     # the spread follows the queue the host sees: on the P420i RAID 0 of 3, the member's p99/mean ratio at
     # the array's whole in-flight count missed the reads' p99 by 21 % (mean), at each member's share by 30 %
     tail = curves.tail(big_l)

@@ -124,7 +124,87 @@ def _arrays(
     return np.array(value), np.array(lower), np.array(upper), np.array(extrap), np.array(scope, dtype=object)
 
 
-class DeviceModel:
+class Predictor:
+    """What every device model answers through: :meth:`predict`, and its forms built on it.
+
+    :class:`DeviceModel` (trained) and :class:`~modeling.derived.model.DerivedModel` (a
+    what-if, by law) implement :meth:`predict`; the one-workload form (:meth:`predict_one`),
+    the frame form (:meth:`predict_frame`) and the request check are the same for both.
+    """
+
+    device: str
+    version: str
+    metrics: tuple[str, ...]
+
+    @property
+    def derived(self) -> dict[str, Any] | None:
+        """For a what-if device: base device and the law that produced every answer."""
+        return None
+
+    def predict(
+        self, workloads: Workloads, metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> Answers:
+        raise NotImplementedError
+
+    @property
+    def tail_notes(self) -> dict[str, str]:
+        """Per metric, what its answers say about themselves (none unless a model sets them)."""
+        return {}
+
+    def check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
+        """The metrics asked for (every one when None); ``InvalidInput`` for an unknown one or model."""
+        if model not in ("auto", "global") and model not in REGION_NAMES:
+            raise InvalidInput(
+                f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
+            )
+        if metrics is None:
+            return self.metrics
+        unknown = [m for m in metrics if m not in self.metrics]
+        if unknown:
+            what = "the what-if device" if self.derived is not None else "device"
+            raise InvalidInput(
+                f"{what} {self.device!r} does not predict {', '.join(unknown)}; "
+                f"it predicts {', '.join(self.metrics)}",
+                details={"field": "metrics"},
+            )
+        return tuple(metrics)
+
+    def predict_one(
+        self, workload: Workload, metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> Prediction:
+        """:meth:`predict` of one workload, as a :class:`Prediction`."""
+        answers = self.predict(workload, metrics, model)
+        far = answers.far(0)
+        preds = {
+            metric: MetricPrediction(
+                value=value,
+                lower=None if math.isnan(lower) else lower,
+                upper=None if math.isnan(upper) else upper,
+                extrapolated=extrap,
+                model=scope,
+                extrapolation=far if extrap else {},
+            )
+            for metric, (value, lower, upper, extrap, scope) in answers.row(0).items()
+        }
+        notes = {m: note for m, note in self.tail_notes.items() if m in preds}
+        return Prediction(self.device, self.version, preds, far, self.derived, notes)
+
+    def predict_frame(
+        self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> pd.DataFrame:
+        """:meth:`predict` of a frame's rows: pred_<m>, pred_<m>_lower/_upper, <m>_extrapolated, <m>_model."""
+        out = self.predict({c: df[c] for c in df.columns}, metrics, model).columns
+        cols: dict[str, Any] = {}
+        for metric, (value, lower, upper, extrap, scope) in out.items():
+            cols[f"pred_{metric}"] = value
+            cols[f"pred_{metric}_lower"] = lower
+            cols[f"pred_{metric}_upper"] = upper
+            cols[f"{metric}_extrapolated"] = extrap
+            cols[f"{metric}_model"] = scope
+        return pd.DataFrame(cols, index=df.index)
+
+
+class DeviceModel(Predictor):
     """All trained models of one device version; cheap, thread-safe prediction."""
 
     def __init__(
@@ -183,40 +263,6 @@ class DeviceModel:
         per_row = [predict_row(self, r, wanted, model) for r in rows]
         return Answers(len(rows), per_row, None, lambda: [extrapolation_row(r, lim) for r in rows])
 
-    def predict_one(
-        self, workload: Workload, metrics: Sequence[str] | None = None, model: str = "auto"
-    ) -> Prediction:
-        """:meth:`predict` of one workload, as a :class:`Prediction`."""
-        answers = self.predict(workload, metrics, model)
-        far = answers.far(0)
-        preds = {
-            metric: MetricPrediction(
-                value=value,
-                lower=None if math.isnan(lower) else lower,
-                upper=None if math.isnan(upper) else upper,
-                extrapolated=extrap,
-                model=scope,
-                extrapolation=far if extrap else {},
-            )
-            for metric, (value, lower, upper, extrap, scope) in answers.row(0).items()
-        }
-        notes = {m: note for m, note in self.tail_notes.items() if m in preds}
-        return Prediction(self.device, self.version, preds, far, notes=notes)
-
-    def predict_frame(
-        self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
-    ) -> pd.DataFrame:
-        """:meth:`predict` of a frame's rows: pred_<m>, pred_<m>_lower/_upper, <m>_extrapolated, <m>_model."""
-        out = self.predict({c: df[c] for c in df.columns}, metrics, model).columns
-        cols: dict[str, Any] = {}
-        for metric, (value, lower, upper, extrap, scope) in out.items():
-            cols[f"pred_{metric}"] = value
-            cols[f"pred_{metric}_lower"] = lower
-            cols[f"pred_{metric}_upper"] = upper
-            cols[f"{metric}_extrapolated"] = extrap
-            cols[f"{metric}_model"] = scope
-        return pd.DataFrame(cols, index=df.index)
-
     # -- the two paths, and what they read -----------------------------------------------
 
     def predict_matrix(
@@ -231,21 +277,8 @@ class DeviceModel:
         """The single-row path alone: :meth:`predict_matrix` of one workload (the 9 fields), in floats."""
         return predict_row(self, row, self.check_request(metrics, model), model)
 
-    def check_request(self, metrics: Sequence[str] | None, model: str) -> tuple[str, ...]:
-        """The metrics asked for (every one when None); ``InvalidInput`` for an unknown one or model."""
-        if model not in ("auto", "global") and model not in REGION_NAMES:
-            raise InvalidInput(
-                f"unknown model {model!r}: use auto, global or one of {', '.join(REGION_NAMES)}"
-            )
-        if metrics is None:
-            return self.metrics
-        unknown = [m for m in metrics if m not in self.specs]
-        if unknown:
-            raise InvalidInput(f"unknown metric(s) {unknown}; known: {', '.join(self.metrics)}")
-        return tuple(metrics)
-
     @cached_property
-    def tail_notes(self) -> dict[str, str]:
+    def tail_notes(self) -> dict[str, str]:  # type: ignore[override]
         """Per latency percentile that is bimodal on this device, what its answers say about themselves.
 
         Set by training (:mod:`modeling.training.tail_guard`): the percentile sits on a slow

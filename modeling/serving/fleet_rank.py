@@ -26,7 +26,7 @@ from modeling.errors import CorruptModel, InvalidInput, NoModel, NotFound
 from modeling.serving.batch import read_workload_csv
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from modeling.workload import METRICS
+from modeling.workload import METRICS, SERVED_METRICS
 from modeling.workload_matrix import columns_matrix
 
 HIGHER_IS_BETTER = frozenset({"iops", "bandwidth_mib_s"})
@@ -117,7 +117,7 @@ class FleetRanking:
             "device": pd.Categorical.from_codes(pick, categories=self.devices),
             "model_version": pd.Categorical.from_codes(version_code[pick], categories=distinct),
         }
-        for metric in METRICS:
+        for metric in SERVED_METRICS:
             if not any(metric in f.predictions for f in self.forecasts):
                 continue
             parts = [_stacked(self.forecasts, metric, j, n) for j in range(5)]
@@ -162,13 +162,13 @@ def rank_devices(
     if rank_by not in METRICS:
         raise InvalidInput(f"cannot rank by {rank_by!r}; use one of {', '.join(METRICS)}",
                            details={"field": "rank_by"})
-    unknown = [m for m in metrics or () if m not in METRICS]
+    unknown = [m for m in metrics or () if m not in SERVED_METRICS]
     if unknown:
-        raise InvalidInput(f"unknown metric(s) {unknown}; known: {', '.join(METRICS)}",
+        raise InvalidInput(f"unknown metric(s) {unknown}; known: {', '.join(SERVED_METRICS)}",
                            details={"field": "metrics"})
     if top is not None and top < 1:
         raise InvalidInput("top must be at least 1", details={"field": "top"})
-    wanted = [m for m in METRICS if metrics is None or m in metrics or m == rank_by]
+    wanted = [m for m in SERVED_METRICS if metrics is None or m in metrics or m == rank_by]
     w = columns_matrix(columns)  # checked once for every device
     forecasts: list[DeviceForecast] = []
     skipped: list[SkippedDevice] = []

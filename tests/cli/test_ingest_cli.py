@@ -73,3 +73,4 @@ def test_cli_devices_show_lists_sweeps(datadir: DataDir) -> None:
 def test_cli_ingest_rejects_bad_meta(datadir: DataDir) -> None:
     result = runner.invoke(app, ["ingest", "-d", "x", "--meta", "novalue", str(FIO_SUBSET)])
     assert result.exit_code == 2 and "use KEY=VALUE" in result.output
+

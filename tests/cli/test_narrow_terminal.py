@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TEST_DATA
 
 
-def _cli_at_80_columns(home: Path, *args: str) -> str:
-    env = {**os.environ, "SSDPREDICT_HOME": str(home), "COLUMNS": "80", "PYTHONPATH": str(REPO)}
+def _cli_at_80_columns(home: Path, *args: str, columns: int = 80) -> str:
+    env = {**os.environ, "SSDPREDICT_HOME": str(home), "COLUMNS": str(columns), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "service.cli.main", *args], env=env, cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -29,3 +29,18 @@ def test_model_versions_and_devices_are_printed_whole_at_80_columns(home: Path, 
         assert trained in text, text  # the whole version, on one line: it can be copied
         assert "…" not in text  # nothing ends in an ellipsis
     assert "synth" in devices
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_devices_never_folds_a_metadata_item(home: Path, columns: int) -> None:
+    """At 80 columns the metadata column was 15 characters wide and broke every item inside
+    itself; each item now stays whole, in its own column where there is room, else below."""
+    items = ["controller=P420i", "model=SAMSUNG_MZ7LH960HAJR", "raid_disks=3"]
+    meta = [arg for item in items for arg in ("--meta", item)]
+    _cli_at_80_columns(home, "ingest", "-d", "samsung-pm883-array", "--class", "raid", *meta,
+                       str(TEST_DATA / "fio" / "INTEL_D3_S4610"))
+    table = _cli_at_80_columns(home, "devices", columns=columns)
+    assert max(len(line) for line in table.splitlines()) <= columns
+    for item in items:
+        assert item in table, (item, table)
+    assert ("metadata" in table.splitlines()[1]) == (columns == 160), table

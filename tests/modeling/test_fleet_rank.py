@@ -146,3 +146,14 @@ def test_bad_requests_and_no_rankable_device(fleet: DataDir) -> None:
     with pytest.raises(NoModel, match="none of the 2 devices") as err:
         rank_devices(registry, ["untrained", "iops-only"], _columns(WORKLOADS))
     assert {s["device"] for s in err.value.details["skipped"]} == {"untrained", "iops-only"}
+
+
+def test_a_further_percentile_is_asked_like_any_served_metric(fleet: DataDir) -> None:
+    """The API's schema admits every served metric; a device without one leaves it out, as
+    ``iops-only`` leaves out the latencies (it was refused with 422 before)."""
+    ranking = rank_devices(ModelRegistry(fleet), ["slow", "fast"], _columns(WORKLOADS),
+                           rank_by="iops", metrics=["latency_p50_us", "latency_p99_9_us"])
+    assert ranking.ranking() == [["fast", "slow"]] * 4
+    assert all(set(f.predictions) == {"iops"} for f in ranking.forecasts)  # no percentiles measured
+    with pytest.raises(InvalidInput, match="unknown metric"):
+        rank_devices(ModelRegistry(fleet), ["slow"], _columns(WORKLOADS), metrics=["latency_p5_us"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -97,9 +98,18 @@ def test_repeated_mixes_get_the_same_answer_and_the_fleet_has_a_budget(
     answers = r.json()["answers"]
     assert len(answers) == 3 and answers[0] == answers[1] == answers[2]
     monkeypatch.setattr("service.api.routes.capacity.MAX_FLEET_SEARCHES", 1)
-    two = [MIX, {**MIX, "write_ratio": 1.0}]
+    two = [MIX, {**MIX, "write_ratio": 1.0}, MIX]  # three mixes asked, two distinct
     r = api.post("/v1/fleet/capacity", json={"all_devices": True, "workloads": two, "slo": "p99<=2ms"})
-    assert_error(r, 413)
+    found = re.match(
+        r"(\d+) devices x (\d+) distinct mixes is (\d+) searches", assert_error(r, 413)["message"]
+    )
+    assert found, r.text
+    devices, mixes, searches = (int(g) for g in found.groups())
+    assert mixes == 2 and searches == 2 * devices  # what is counted is what the message says
+    # a mix asked three times is one search a device
+    monkeypatch.setattr("service.api.routes.capacity.MAX_FLEET_SEARCHES", devices)
+    r = api.post("/v1/fleet/capacity", json={"all_devices": True, "workloads": [MIX] * 3, "slo": "p99<=2ms"})
+    assert r.status_code == 200, r.text
 
 
 def test_the_openapi_schema_holds_the_response_models(api: TestClient) -> None:

@@ -319,3 +319,30 @@ def test_scopes_of_a_big_batch_are_those_of_its_rows() -> None:
         assert got["global"].tolist() == np.flatnonzero(np.isin(codes[:n], [0, 3])).tolist()
     only = base.scope_rows(np.full(300, 3), "auto", DEVICE, "iops")
     assert list(only) == ["global"] and only["global"] == slice(0, 300)
+
+
+def test_one_and_batch_answers_of_a_bimodal_tail_carry_its_note(
+    home: Any, make_app: Any
+) -> None:
+    """A p99 on a slow mode for a random quarter of the workloads: the single answer and the
+    batch both say so, for that metric only (the batch said nothing before)."""
+    from modeling.training.train import train_device
+    from tests.modeling.conftest import fast_candidates, synthetic_rows
+    from tests.modeling.test_percentile_ladder import known_tail
+
+    rows = known_tail(synthetic_rows(noise=0.02, seed=11))
+    slow = np.random.default_rng(7).random(len(rows)) < 0.25
+    rows = rows.assign(latency_p99_us=np.where(slow, 20 * rows["latency_p90_us"], rows["latency_p99_us"]))
+    datadir = DataDir(home)
+    datadir.catalog.ensure_device("bimodal")
+    datadir.catalog.add_measurements("bimodal", rows.to_dict("records"))
+    train_device(datadir, "bimodal", folds=3, candidates=fast_candidates(), regions=False)
+    with TestClient(make_app()) as client:
+        wl = {"write_ratio": 0.0, "queue_depth": 4, "request_size": 4096, "randomness": 1.0}
+        one = client.post("/v1/predict", json={"device": "bimodal", "workload": wl}).json()
+        assert set(one["notes"]) == {"latency_p99_us"} and "bimodal" in one["notes"]["latency_p99_us"]
+        batch = client.post("/v1/predict/batch", json={"device": "bimodal", "workloads": [wl, wl]}).json()
+        assert batch["notes"] == one["notes"]
+        p50 = client.post("/v1/predict/batch", json={"device": "bimodal", "workloads": [wl],
+                                                     "metrics": ["latency_p50_us"]}).json()
+        assert "notes" not in p50 and "derived" not in p50

@@ -13,13 +13,16 @@ import pytest
 from modeling.store import DataDir
 from tests.service.utils import quick_train
 from tests.traces.fake_devices import FakeMMcDevice, window_table
+from tests.traces.helpers import write_generic
 from tests.traces.conftest import synthetic_rows as rows
 from tests.traces.test_capacity_fleet import open_loop_points
 from traces.capacity.ceiling import open_loop_ceilings
-from traces.capacity.device import device_capacity, mix_table, parse_mix
+from traces.capacity.device import MIX_FIELDS, device_capacity, mix_table, parse_mix
+from traces.capacity.headroom import trace_headroom
 from traces.capacity.mix_latency import LatencyAt, MixCurves
 from traces.capacity.search import search_capacity
 from traces.capacity.slo import parse_slo
+from traces.characterize import characterize
 from traces.predict.windows import DeviceCurveSource
 
 MIX = "write_ratio=0.5,request_size=4k,randomness=1"
@@ -163,3 +166,28 @@ def test_the_grid_steady_states_equal_the_scalar_ones(servers: int, ca2: float) 
     for r, m, p in zip(rates, mean, p99, strict=True):
         st = steady_state(curve, float(r), ca2)
         assert m == pytest.approx(st.mean_s, rel=1e-9) and p == pytest.approx(st.p99_s, rel=1e-9)
+
+
+def test_trace_headroom_takes_the_open_loop_ceiling_as_capacity_does(
+    two_devices: DataDir, tmp_path: Path
+) -> None:
+    # a trace of the measured mix (half writes, 4 KiB random) at 2,000 IO/s; a loose target
+    # binds nowhere, so every window's speed-up is its capacity answer over its own rate
+    rng = np.random.default_rng(3)
+    n = 1200
+    t = np.cumsum(rng.exponential(1 / 2000.0, n))
+    path = write_generic(
+        tmp_path / "t.csv", t, rng.random(n) < 0.5, rng.integers(0, 2**20, n) * 4096, np.full(n, 4096)
+    )
+    slo = parse_slo("p99<=10s")
+    for device in ("plain", "capped"):
+        h = trace_headroom(two_devices, device, path, slo, window_s=None, window_requests=600)
+        # stopped at the fastest open-loop point served in full, as `capacity` is (without the
+        # ceiling the windows answered `saturation` at the closed-loop capacity, 30x further)
+        assert h.outcome == "measured", h.notes
+        assert any("fastest open-loop point served in full" in n for n in h.notes)
+        win = characterize(str(path), window_requests=600).windows
+        mixes = mix_table([{k: win.at[j, k] for k in MIX_FIELDS} for j in range(len(win))])
+        expected = [a.iops for a in device_capacity(two_devices, device, mixes, slo).answers]
+        assert (h.table["speedup"] * h.table["offered_iops"]).tolist() == pytest.approx(expected, rel=1e-6)
+    assert any("beyond saturation were served 85%" in n for n in h.notes)  # the capped device

@@ -176,17 +176,27 @@ def curves_of(
             " the open-loop curve needs them",
             details={"device": device},
         )
-    source, measured = _cached(datadir, device, model)
-    if measured is not None:  # a copy: the cached source is shared
-        source = replace(source, notes=[*source.notes, *measured.notes()])
+    source, measured = source_and_ceilings(datadir, device, model)
     if ceiling != 1.0:
         note = f"throughput capped at {ceiling:.0%} of the model's (the load path's)"
         source = replace(source, ceiling=ceiling, notes=[*source.notes, note])
+    return with_ceilings(model, mixes, source, measured, arrival_cv2), model.version
+
+
+def with_ceilings(
+    model: Any,
+    mixes: pd.DataFrame,
+    source: DeviceCurveSource,
+    measured: OpenLoopCeilings | None,
+    arrival_cv2: float | np.ndarray = 1.0,
+) -> MixCurves:
+    """The curves of ``mixes``, capped at the open-loop path's throughput and stopped at the fastest
+    open-loop point served in full (``measured``; None: the model's curves as they are)."""
     shares = None if measured is None else measured.for_mixes(mixes)
     mc = MixCurves.of(model, mixes, source, arrival_cv2, shares)
     if measured is not None:
         mc.limits = measured.limits_for(mixes)
-    return mc, model.version
+    return mc
 
 
 _SOURCES: OrderedDict[tuple[Any, ...], tuple[DeviceCurveSource, OpenLoopCeilings | None]] = OrderedDict()
@@ -202,13 +212,17 @@ def cached_source(datadir: DataDir, device: str, model: Any) -> DeviceCurveSourc
     answer's time (a Parquet read and a fit per question); a new sweep or a retrain changes
     the key, so the cache is never stale.  Callers must not change the source they get.
     """
-    return _cached(datadir, device, model)[0]
+    return source_and_ceilings(datadir, device, model)[0]
 
 
-def _cached(
+def source_and_ceilings(
     datadir: DataDir, device: str, model: Any
 ) -> tuple[DeviceCurveSource, OpenLoopCeilings | None]:
-    """The device's curve source and its open-loop ceilings (:mod:`.ceiling`), cached together."""
+    """The device's curve source and its open-loop ceilings (:mod:`.ceiling`), cached together.
+
+    The source's notes name the ceilings.  ``capacity`` and ``trace headroom`` both answer an
+    offered rate, so both take the ceilings (:func:`with_ceilings`).
+    """
     files = tuple(datadir.catalog.measurement_files([device])[device])
     key = (str(datadir.root), device, model.version, files)
     with _SOURCES_LOCK:
@@ -218,6 +232,8 @@ def _cached(
     frame = read_measurement_files(datadir.catalog.measurements_dir, files)  # once, for both
     source = device_source(datadir, device, model, frame)
     measured = open_loop_ceilings(frame) if source.correction is not None else None
+    if measured is not None:
+        source = replace(source, notes=[*source.notes, *measured.notes()])
     with _SOURCES_LOCK:
         _SOURCES[key] = (source, measured)
         while len(_SOURCES) > SOURCE_CACHE:

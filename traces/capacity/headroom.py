@@ -14,6 +14,10 @@ Windows with fewer than :data:`traces.predict.windows.MIN_WINDOW_REQUESTS` reque
 left out (their rate is noise), as validation leaves them out; the answer says how many.
 The interval is the binding window's: its searches on the model's bounds.  Below the
 capacity no backlog carries from one window to the next, so the windows are independent.
+
+Each window's curve is the one ``capacity`` searches (:func:`traces.capacity.device.with_ceilings`):
+capped at what the device's open-loop path was measured to serve, and stopped at the fastest
+open-loop point served in full (outcome ``measured``), since a speed-up is an offered rate too.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ import pandas as pd
 from modeling.errors import InvalidInput, NoData
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
+from traces.capacity.ceiling import OpenLoopCeilings
+from traces.capacity.device import source_and_ceilings, with_ceilings
 from traces.capacity.mix_latency import MixCurves
 from traces.capacity.search import CapacityAnswer, search_capacity
 from traces.capacity.slo import Slo
 from traces.characterize import Characterization, characterize
-from traces.predict.windows import MIN_WINDOW_REQUESTS, DeviceCurveSource, device_source, json_records
+from traces.predict.windows import MIN_WINDOW_REQUESTS, DeviceCurveSource, json_records
 
 FIRST_BREAKING = 5
 """Windows named as breaking first."""
@@ -50,7 +56,7 @@ class TraceHeadroom:
     speedup: float
     speedup_lower: float
     speedup_upper: float
-    outcome: str  # the binding window's: limited, saturation (it saturates first) or never
+    outcome: str  # the binding window's: limited, saturation, measured (the fastest open-loop point) or never
     windows: int  # windows judged
     windows_left_out: int  # too few requests
     allowed_to_break: int  # windows the share lets break
@@ -67,11 +73,15 @@ class TraceHeadroom:
 
 
 def _window_curves(
-    model: Any, char: Characterization, keep: np.ndarray, source: DeviceCurveSource
+    model: Any,
+    char: Characterization,
+    keep: np.ndarray,
+    source: DeviceCurveSource,
+    measured: OpenLoopCeilings | None,
 ) -> MixCurves:
     win = char.windows.loc[keep].reset_index(drop=True)
     cv2 = win["arrival_cv2"].to_numpy(np.float64) if "arrival_cv2" in win else np.ones(len(win))
-    mc = MixCurves.of(model, win, source, np.where(np.isfinite(cv2), cv2, 1.0))
+    mc = with_ceilings(model, win, source, measured, np.where(np.isfinite(cv2), cv2, 1.0))
     if char.gap_hist is not None:
         mc.gap_hist = char.gap_hist[keep]
         mc.gap_rate = win["iops"].to_numpy(np.float64)
@@ -144,8 +154,8 @@ def trace_headroom(
     keep = (win["requests"].to_numpy() >= MIN_WINDOW_REQUESTS) & (win["iops"].to_numpy(np.float64) > 0)
     if not keep.any():
         raise NoData(f"no window of the trace holds {MIN_WINDOW_REQUESTS} requests: use longer windows")
-    source = device_source(datadir, device, model)
-    mc = _window_curves(model, char, keep, source)
+    source, measured = source_and_ceilings(datadir, device, model)
+    mc = _window_curves(model, char, keep, source, measured)
     kept = win.loc[keep].reset_index(drop=True)
     h = headroom_of(mc, kept, slo, share)
     table, full, k = h["table"], h["full"], h["binding"]

@@ -76,10 +76,11 @@ def fleet_capacity_route(body: FleetCapacityRequest, state: StateDep) -> dict[st
     slo = parse_slo(body.slo)
     devices = select_devices(state.datadir, body.devices or (), all_devices=body.all_devices)
     mixes = _mixes(body.workloads)
-    searches = len(devices) * len(mixes.drop_duplicates())
+    distinct = len(mixes.drop_duplicates())  # a mix asked twice is searched once
+    searches = len(devices) * distinct
     if searches > MAX_FLEET_SEARCHES:
         raise TooLarge(
-            f"{len(devices)} devices x {len(mixes)} mixes is {searches} searches; the limit is "
+            f"{len(devices)} devices x {distinct} distinct mixes is {searches} searches; the limit is "
             f"{MAX_FLEET_SEARCHES}: name fewer devices or mixes",
             details={"max": MAX_FLEET_SEARCHES},
         )

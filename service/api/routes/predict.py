@@ -6,6 +6,7 @@ that swaps the active version mid-request cannot mix versions within a response.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any
 
@@ -20,6 +21,7 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from modeling.errors import TooLarge
+from modeling.serving.device_model import Predictor
 from modeling.serving.registry import ModelRegistry
 from modeling.store import validate_name
 from modeling.workload import BASIC_FIELDS, EXTENDED_FIELDS, WORKLOAD_FIELDS
@@ -82,13 +84,12 @@ async def predict_one(request: Request) -> Response:
     model = state.registry.load(validate_name(body.device))
     predictions = await state.batcher.predict(model, body.workload, body.metrics, body.model)
     state.metrics.count_predictions(body.device)
-    result = {"device": model.device, "model_version": model.version, "predictions": predictions}
-    derived = getattr(model, "derived", None)  # a what-if device says so in every answer
-    if derived is not None:
-        result["derived"] = derived
-    notes = {m: note for m, note in getattr(model, "tail_notes", {}).items() if m in predictions}
-    if notes:  # a bimodal tail says so beside its widened interval
-        result["notes"] = notes
+    result = {
+        "device": model.device,
+        "model_version": model.version,
+        "predictions": predictions,
+        **_about(model, predictions),
+    }
     return Response(to_json(result), media_type="application/json")
 
 
@@ -148,6 +149,17 @@ def check_batch_size(count: int, max_batch: int) -> None:
         )
 
 
+def _about(model: Predictor, metrics: Iterable[str]) -> dict[str, Any]:
+    """What an answer says about itself: a what-if device's law, and per metric a bimodal tail's note."""
+    about: dict[str, Any] = {}
+    if model.derived is not None:
+        about["derived"] = model.derived
+    notes = {m: note for m, note in model.tail_notes.items() if m in metrics}
+    if notes:  # beside its widened interval
+        about["notes"] = notes
+    return about
+
+
 def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
     model = registry.load(validate_name(body.device))
     out = model.predict(workload_columns(body), metrics=body.metrics, model=body.model).columns
@@ -155,7 +167,7 @@ def _predict_batch(registry: ModelRegistry, body: BatchPredictRequest) -> bytes:
         "device": model.device,
         "model_version": model.version,
         "count": body.count,
-        **({"derived": derived} if (derived := getattr(model, "derived", None)) is not None else {}),
+        **_about(model, out),
         "predictions": {
             m: {
                 "value": value,
@@ -190,5 +202,3 @@ def workload_columns(body: WorkloadBatch) -> dict[str, np.ndarray]:
         else:
             out[f] = np.fromiter((nan if (v := r.get(f)) is None else v for r in rows), np.float64, n)
     return out
-
-

@@ -333,3 +333,8 @@ class BatchPredictResponse(BaseModel):
     count: int
     predictions: dict[str, MetricColumns]
     derived: DerivedOut | None = Field(None, description="present for a what-if device")
+    notes: dict[str, str] = Field(
+        default_factory=dict,
+        description="per metric, what its answers say about themselves: a tail percentile that is "
+        "bimodal on this device (its intervals widened to cover both modes)",
+    )

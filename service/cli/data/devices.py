@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.measure import Measurement
+from rich.table import Table
 from collectors.devices import describe_device, describe_devices
 from modeling.errors import InvalidInput
 from modeling.store.delete import delete_device, delete_sweep
@@ -27,17 +29,23 @@ def register(app: typer.Typer) -> None:
     app.add_typer(sweeps_app, name="sweeps")
 
 
-def _meta_text(metadata: dict) -> str:
+META_COLUMN_MIN = 24
+"""The narrowest metadata column worth having: narrower, the items go below the table."""
+
+
+def _meta_items(metadata: dict) -> list[str]:
+    """The metadata as ``key=value`` items; a what-if's law and calibration first."""
+    items = [f"{k}={v}" for k, v in sorted(metadata.items()) if k != "derived"]
     derived = metadata.get("derived")
-    text = ", ".join(f"{k}={v}" for k, v in sorted(metadata.items()) if k != "derived")
     if derived:  # a what-if: its law's parameters, not measurements
         law = ", ".join(f"{k}={v}" for k, v in sorted(derived.items())
                         if k not in ("kind", "base", "calibration") and v is not None)
         calib = derived.get("calibration")
-        text = (f"what-if {derived['kind']} of {derived['base']}: {law}"
-                + (f", calibrated on {calib['points']} points" if calib else "")
-                + (f"; {text}" if text else ""))
-    return text
+        head = [f"what-if {derived['kind']} of {derived['base']}: {law}"]
+        if calib:
+            head.append(f"calibrated on {calib['points']} points")
+        items = head + items
+    return items
 
 
 @devices_app.callback()
@@ -53,18 +61,30 @@ def devices(ctx: typer.Context, json_output: JsonOption = False) -> None:
     if not rows:
         console.print("no devices yet: run `ssdpredict sweep` or `ssdpredict ingest` first")
         return
-    table = cli_table("device", "class", "sweeps", "points", "active model", "metadata",
-                      ids=("device", "active model"))
+    cells: list[tuple[str, ...]] = []
     for r in rows:
         sweeps = str(r["sweeps"])
         if r["incomplete_sweeps"]:
             sweeps += f" (+{r['incomplete_sweeps']} unfinished)"
-        table.add_row(
-            r["name"], r["class"], sweeps, str(r["points"]),
-            r["active_model"] or ("derived" if r.get("derived") else "-"),
-            _meta_text(r["metadata"]),
-        )
-    console.print(table)
+        model = r["active_model"] or ("derived" if r.get("derived") else "-")
+        cells.append((r["name"], r["class"], sweeps, str(r["points"]), model))
+    meta = {r["name"]: _meta_items(r["metadata"]) for r in rows if r["metadata"]}
+    table = _listing(cells)
+    if meta and console.width - Measurement.get(console, console.options, table).maximum >= META_COLUMN_MIN:
+        # a column of its own, one item a line
+        console.print(_listing([(*c, "\n".join(meta.get(c[0], []))) for c in cells], "metadata"))
+        return
+    console.print(table)  # too narrow for a column that would fold every item: a line per device below
+    for name, items in meta.items():
+        console.print(f"{name}: {', '.join(items)}", highlight=False)
+
+
+def _listing(cells: list[tuple[str, ...]], *more: str) -> Table:
+    table = cli_table("device", "class", "sweeps", "points", "active model", *more,
+                      ids=("device", "active model"))
+    for row in cells:
+        table.add_row(*row)
+    return table
 
 
 @devices_app.command("show")
@@ -84,7 +104,7 @@ def show(
         highlight=False,
     )
     if info["metadata"]:
-        console.print(f"metadata: {_meta_text(info['metadata'])}", highlight=False)
+        console.print(f"metadata: {', '.join(_meta_items(info['metadata']))}", highlight=False)
     table = cli_table("sweep", "source", "status", "points", "planned", "target", "finished", ids=("sweep",))
     for s in info["sweep_list"]:
         table.add_row(
