@@ -133,6 +133,17 @@ def test_a_blend_answers_the_geometric_mean_of_its_parts(device, blended):
         np.testing.assert_allclose(got, rules**weight * plain ** (1 - weight), rtol=1e-6)
 
 
+def test_a_blend_leaves_iops_bandwidth_and_mean_latency_alone(device, blended):
+    """The blends are fitted after the metrics they do not guard: those answer exactly as before."""
+    model, _ = blended
+    rules_model, _ = _fit(device, -math.inf, regions=True)
+    w = _workloads(80, seed=17)
+    metrics = ["iops", "bandwidth_mib_s", "latency_mean_us"]
+    a, b = model.predict_matrix(w, metrics=metrics), rules_model.predict_matrix(w, metrics=metrics)
+    for m in metrics:
+        np.testing.assert_array_equal(a[m][0], b[m][0])
+
+
 def test_both_serving_paths_answer_a_blend_alike(blended):
     model, _ = blended
     w = _workloads(120, seed=13)
