@@ -33,6 +33,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,10 @@ import numpy as np
 
 from bench.trace_reference import fio_wrapper, run_cli
 from collectors.devices.reference import create_reference, destroy_reference
-from collectors.fio.jobs import JobSettings
+from collectors.fio.jobs import JobSettings, global_options, render_job, workload_options
+from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.fio.runner import run_fio
-from collectors.sweep.openloop import LANES, measure_open_point, offered_rate, realtime_prefix
+from collectors.sweep.openloop import LANES, point_runtime_ms, realtime_prefix
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
@@ -119,18 +121,43 @@ def targets_of(datadir: DataDir, mix: str, at: float, p99_x: float, mean_x: floa
     return [f"p99<={_two_digits(p99_x * lat.p99_us[0])}", f"mean<={_two_digits(mean_x * lat.mean_us[0])}"]
 
 
+def exact_job(w: Workload, rate: int, settings: JobSettings) -> tuple[str, float]:
+    """The job of one validation point offering exactly ``rate`` IO/s, and that rate.
+
+    The sweep's points (:func:`collectors.sweep.openloop.build_open_loop_job`) give each of the
+    16 lanes the same whole IO/s per direction, so they offer multiples of 16 IO/s: 8 % of a
+    200 IO/s cap, where 0.9x and 1.0x of an answer could offer the same rate.  Here the lanes
+    differ by at most 1 IO/s (sections of the same reporting group): the same Poisson arrivals
+    from the same 16 psync lanes, at the rate asked.
+    """
+    totals = [round(rate * (1 - w.write_ratio)), round(rate * w.write_ratio)]
+    if any(0 < t < LANES for t in totals):  # a lane at 0 IO/s would run unlimited
+        raise SystemExit(f"{rate} IO/s of {w.write_ratio:.0%} writes gives a direction under {LANES} IO/s")
+    groups: dict[tuple[int, int], int] = {}
+    for lane in range(LANES):
+        key = tuple(t // LANES + (lane < t % LANES) for t in totals)
+        groups[key] = groups.get(key, 0) + 1  # type: ignore[index]
+    sections = {}
+    for k, ((reads, writes), n) in enumerate(sorted(groups.items())):
+        limit = f"{reads},{writes}" if reads and writes else str(reads or writes)
+        options = {**workload_options(w), "numjobs": str(n), "rate_iops": limit, "rate_process": "poisson"}
+        sections[f"openloop{k}"] = options
+    return render_job(global_options(replace(settings, engine="psync")), sections), float(sum(totals))
+
+
 def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> dict[str, float]:
     """One fio open-loop point as the sweep measures them: Poisson arrivals at ``rate`` IO/s in
-    all from 16 psync lanes, at the open-loop sweep's real-time priority."""
-    fields = parse_mix(mix)
-    w = Workload(queue_depth=1, numjobs=LANES, **fields)
-    settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
-    prefix = realtime_prefix()[0]
+    all from 16 psync lanes, at the open-loop sweep's real-time priority (:func:`exact_job`)."""
+    w = Workload(queue_depth=1, numjobs=LANES, **parse_mix(mix))
     asked = max(int(round(rate)), LANES)
-    row, _ = measure_open_point(w, asked, settings, lambda job, **kw: run_fio(job, prefix=prefix, **kw))
+    settings = JobSettings(
+        target=target, engine="psync", size=size, runtime_ms=point_runtime_ms(asked, runtime_ms)
+    )
+    job, offered = exact_job(w, asked, settings)
+    text = run_fio(job, prefix=realtime_prefix()[0], timeout=settings.runtime_ms / 1000 + 120)
+    row = parse_fio_document(load_fio_json(text, source="validation point"), source="validation point")[0].row
     return {
-        # fio's rate is whole IO/s per lane and direction: 16 lanes offer multiples of 16 IO/s
-        "offered": offered_rate(w, asked),
+        "offered": offered,
         "iops": float(row["iops"]),
         "mean": float(row["latency_mean_us"]),
         "p99": float(row["latency_p99_us"]),
