@@ -262,8 +262,14 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
         )
 
 
-def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256) -> list[dict[str, Any]]:
-    """Make, sweep, train and validate one reference device; always destroyed after."""
+def one_reference(
+    kind: str, iops: int | None, quick: bool, size_mib: int = 256, overrides: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Make, sweep, train and validate one reference device; always destroyed after.
+
+    ``overrides``: ``targets`` (a TARGETS entry) and ``open_loop`` (fractions) in place of the kind's.
+    """
+    overrides = overrides or {}
     home = Path(tempfile.mkdtemp(prefix="bench-capacity-ref-"))
     datadir = DataDir(home)
     ref = create_reference(datadir, kind, size_mib << 20, iops)
@@ -276,6 +282,8 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
     try:
         env = fio_wrapper(home)
         plan = {**(QUICK if quick else SWEEP), **PER_KIND[kind]}
+        if "open_loop" in overrides:
+            plan["open_loop"] = overrides["open_loop"]
         sweep = (
             "sweep",
             "--device",
@@ -317,7 +325,9 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
         old = os.environ.get("SSDPREDICT_FIO")
         os.environ.update(env)  # the validation points at real-time priority too, as the open-loop sweep
         try:
-            rows = validate_device(datadir, ref.path, (size_mib - 16) << 20, MIXES[kind], TARGETS[kind])
+            rows = validate_device(
+                datadir, ref.path, (size_mib - 16) << 20, MIXES[kind], overrides.get("targets", TARGETS[kind])
+            )
         finally:
             if old is None:
                 os.environ.pop("SSDPREDICT_FIO", None)
@@ -331,14 +341,21 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
 
 
 def validate(
-    quick: bool = False, throttled: int | None = None, zram: bool = True, json_path: Path | None = None
+    quick: bool = False,
+    throttled: int | None = None,
+    zram: bool = True,
+    json_path: Path | None = None,
+    throttled_overrides: dict[str, Any] | None = None,
 ) -> None:
     """The zram reference (unless ``zram`` is False), then the throttled one at ``throttled`` IO/s
-    if given; every row to ``json_path`` if given."""
+    if given (with ``throttled_overrides``, see :func:`one_reference`); every row to ``json_path``
+    if given."""
     rows = {}
     if zram:
         rows["zram"] = one_reference("zram", None, quick)
     if throttled:
-        rows[f"throttled {throttled}"] = one_reference("throttled", throttled, quick)
+        rows[f"throttled {throttled}"] = one_reference(
+            "throttled", throttled, quick, overrides=throttled_overrides
+        )
     if json_path is not None:
         json_path.write_text(json.dumps(rows, indent=1, default=float))
