@@ -72,6 +72,9 @@ WHITELIST: Final[Mapping[str, re.Pattern[str]]] = {
         # open-loop points (collectors.sweep.openloop): Poisson arrivals at a set rate
         "rate_iops": f"{_INT}|{_INT},{_INT}",
         "rate_process": "linear|poisson",
+        # their per-I/O latency logs: the steady state after a warm-up (collectors.sweep.steady)
+        "write_lat_log": _PATH,
+        "log_offset": "[01]",
     }.items()
 }
 

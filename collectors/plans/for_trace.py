@@ -29,19 +29,27 @@ import numpy as np
 import pandas as pd
 
 from collectors.plans.presets import Plan
-from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds
+from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds, replay_lanes
+from collectors.sweep.steady import WARMUP_MS
 from modeling.errors import InvalidInput, NoData
 from modeling.store.open_loop_rows import closed_loop_rows
+from modeling.training import MIN_ROWS
 from modeling.workload import MAX_REQUEST_SIZE, Workload
 
 FRACTIONS = (0.2, 0.5, 0.8, 0.95)
-REPLAY_LANES = 16  # traces.replay.run.DEFAULT_LANES: a trace without latencies replays on 16 lanes
-MAX_LANES = 64  # traces.replay.run.MAX_LANES
 DEFAULT_BUDGET = 48
 OWN_RATE_QUANTILES = (0.5, 0.95)
-# modeling.training.fit.MIN_ROWS: a model needs this many closed-loop points
-TRAIN_MIN_POINTS = 8
+TRAIN_MIN_POINTS = MIN_ROWS  # a model needs this many closed-loop points
 FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
+# the smallest difference in write ratio or randomness (and 0.4 of a size doubling: the size
+# features are log2 x 0.25) that makes two mixes; randomness is planned on this grid.  A
+# Poisson trace of random 1 MiB reads over 64 MiB reads 1 in 64 requests in sequence, and its
+# windows' randomness spreads over 0.96-1.0
+MIX_GRID = 0.1
+# capacity points (see capacity_points): offered this many times the closed-loop capacity, so
+# that the replay's lanes never sleep, for mixes whose windows reach this share of it
+OVERLOAD = 3.0
+NEAR_CAPACITY = 0.3
 
 
 class Characterised(Protocol):
@@ -85,7 +93,8 @@ class TracePlan:
         """
         closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
         own = [(m.workload, int(r)) for m in self.mixes for r in m.own_rates]
-        frac = len(self.mixes) * len(self.fractions) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
+        per_point = (runtime_ms + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
+        frac = len(self.mixes) * len(self.fractions) * per_point
         return closed + open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s) + frac
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +103,10 @@ class TracePlan:
                 "mixes": [{**m.workload.as_row(), "own_rates": m.own_rates, "share": m.share}
                           for m in self.mixes],
                 "closed_points": len(self.closed), "open_loop_points": self.n_open_loop, "notes": self.notes}
+
+
+def _grid(value: float) -> float:
+    return round(round(value / MIX_GRID) * MIX_GRID, 2)
 
 
 def _round_size(size: float, block: int) -> int:
@@ -149,7 +162,7 @@ def _windows(traces: Sequence[Characterised]) -> pd.DataFrame:
 def lanes_for(traces: Sequence[Characterised]) -> int:
     """The replay's lane count for these traces: 16, or their most requests in flight (<= 64)."""
     most = max((float(ch.windows["queue_depth"].max()) for ch in traces if len(ch.windows)), default=1.0)
-    return int(min(max(REPLAY_LANES, int(np.ceil(most))), MAX_LANES))
+    return replay_lanes(most)
 
 
 def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BUDGET,
@@ -174,7 +187,9 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
     # a size doubling counts as a quarter of the write-ratio range (traces.predict.utilisation)
     x = x * np.array([1.0, 0.25, 0.25, 1.0])
     w = win["weight"].to_numpy(np.float64)
-    k = min(budget // len(ladder), len(np.unique(np.round(x, 3), axis=0)))
+    # mixes apart by less than a grid step are one mix: a window of random offsets whose
+    # randomness reads 0.998 is the same mix as one at 1.0 and must not take a ladder of its own
+    k = min(budget // len(ladder), len(np.unique(np.round(x / MIX_GRID), axis=0)))
     labels = _weighted_kmeans(x, w, k)
     mixes: list[MixSpec] = []
     points: list[Workload] = []
@@ -190,9 +205,9 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
         wr = round(avg["write_ratio"], 2)
         main = sizes["write_size"] if wr >= 0.5 else sizes["read_size"]
         base = Workload(write_ratio=wr, queue_depth=1, numjobs=1, request_size=main,
-                        randomness=round(avg["randomness"], 2), read_size=sizes["read_size"],
-                        write_size=sizes["write_size"], read_randomness=round(avg["read_randomness"], 2),
-                        write_randomness=round(avg["write_randomness"], 2))
+                        randomness=_grid(avg["randomness"]), read_size=sizes["read_size"],
+                        write_size=sizes["write_size"], read_randomness=_grid(avg["read_randomness"]),
+                        write_randomness=_grid(avg["write_randomness"]))
         rates = {round(float(np.quantile(part["iops"], q)), 1) for q in OWN_RATE_QUANTILES}
         share = float(pw.sum() / w.sum())
         same = next((m for m in mixes if m.workload == base), None)
@@ -234,13 +249,12 @@ def bracket(mixes: list[MixSpec], ladder: list[int], points: list[Workload], blo
     return added
 
 
-def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
-    """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
-    the plan's fractions of the capacity its closed-loop points measured."""
+def mix_capacities(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[MixSpec, float]]:
+    """Each planned mix and the capacity (most IO/s) its closed-loop points measured."""
     closed = closed_loop_rows(measured)
     if closed.empty:
         raise NoData("the device has no closed-loop measurements to take capacities from")
-    out: list[tuple[Workload, int]] = []
+    out: list[tuple[MixSpec, float]] = []
     for mix in plan.mixes:
         w = mix.workload
         same = closed
@@ -252,10 +266,34 @@ def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Work
         if same.empty:
             raise NoData(f"no closed-loop point of the mix {w.write_ratio:g} writes, "
                          f"{w.read_size}/{w.write_size} B: run the closed-loop phase first")
-        capacity = float(same["iops"].max())
+        out.append((mix, float(same["iops"].max())))
+    return out
+
+
+def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
+    """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
+    the plan's fractions of the capacity its closed-loop points measured."""
+    out: list[tuple[Workload, int]] = []
+    for mix, capacity in mix_capacities(plan, measured):
         rates = {max(int(round(r)), 1) for r in mix.own_rates}
         rates |= {max(int(round(f * capacity)), plan.lanes) for f in plan.fractions}
-        lanes = w.model_copy(update={"numjobs": plan.lanes})
+        lanes = mix.workload.model_copy(update={"numjobs": plan.lanes})
         out += [(lanes, r) for r in sorted(rates)]
     return out
 
+
+def capacity_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
+    """``(workload of the replay's lanes, offered IO/s)``: the mixes whose traces come near their
+    capacity (a window's rate at least :data:`NEAR_CAPACITY` of it), offered :data:`OVERLOAD` x it.
+
+    Replayed so (:mod:`traces.replay.capacity`), such a point measures what the replay path
+    itself serves at the mix, which the prediction caps its capacity at.  Mixes whose traces
+    stay far below capacity (the shared traces: wsrch's 16 KiB reads at 430-510 IO/s where
+    psync serves tens of thousands) never meet that cap and are not replayed.
+    """
+    out: list[tuple[Workload, int]] = []
+    for mix, capacity in mix_capacities(plan, measured):
+        if max(mix.own_rates, default=0.0) >= NEAR_CAPACITY * capacity:
+            lanes = mix.workload.model_copy(update={"numjobs": plan.lanes})
+            out.append((lanes, int(round(OVERLOAD * capacity))))
+    return out

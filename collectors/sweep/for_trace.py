@@ -24,13 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.plans.for_trace import TracePlan, open_loop_points
+from collectors.fio.jobs import JobSettings
+from collectors.plans.for_trace import TracePlan, capacity_points, open_loop_points
 from collectors.fio.runner import fio_binary, run_fio
 from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep, realtime_prefix
 from collectors.sweep.run import Progress, run_sweep
 from collectors.sweep.settings import SweepSettings
 from modeling.errors import InvalidInput
 from modeling.store import DataDir, Sweep
+from modeling.workload import Workload
 
 ENGINE = "psync"  # traces.replay.run: the replay's lanes are synchronous jobs
 
@@ -57,18 +59,32 @@ def sweep_for_traces(
     datadir: DataDir, device: str, plan: TracePlan, settings: SweepSettings, *,
     progress: Progress | None = None, open_progress: Callable[[int, int], None] | None = None,
     wait: bool = False, on_wait: Callable[[str], None] | None = None, min_requests: int = MIN_REQUESTS,
+    replay_capacity: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
 ) -> TraceSweep:
-    """Measure ``plan`` on ``settings.target``: closed-loop points with psync, then open-loop points."""
+    """Measure ``plan`` on ``settings.target``: closed-loop points with psync, then open-loop points.
+
+    ``replay_capacity(workload, offered, job)`` measures one capacity point through the replay
+    path (:func:`traces.replay.capacity.replay_capacity_point`, which this package cannot
+    import): given, the mixes whose traces come near their capacity get one
+    (:func:`collectors.plans.for_trace.capacity_points`), stored and resumed with the open-loop
+    points.
+    """
     settings = trace_settings(settings)
     fio_binary(settings.fio)  # fail before creating files when fio is missing
     meta: dict[str, Any] = {"for_trace": plan.to_dict(), "closed_loop_priority": (
         f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
         else "normal")}
+    # the priority is part of what was measured: a rerun as root does not resume a sweep
+    # measured at normal priority (nor the other way round)
     closed = run_sweep(datadir, device, plan.closed, settings, progress=progress, wait=wait,
-                       on_wait=on_wait, runner=closed_loop_runner(settings.fio))
-    points = open_loop_points(plan, closed_frame(datadir, closed))
+                       on_wait=on_wait, runner=closed_loop_runner(settings.fio),
+                       key_extra={"priority": meta["closed_loop_priority"]})
+    frame = closed_frame(datadir, closed)
+    points = open_loop_points(plan, frame)
+    extra = capacity_points(plan, frame) if replay_capacity is not None else []
     opened = measure_after_sweep(datadir, device, closed, settings, plan.fractions, progress=open_progress,
-                                 min_requests=min_requests, plan=points, info=meta, wait=wait)
+                                 min_requests=min_requests, plan=points, info=meta, wait=wait,
+                                 capacity_points=extra, measure_capacity=replay_capacity)
     return TraceSweep(closed, opened)
 
 

@@ -27,9 +27,11 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,10 +39,12 @@ import pandas as pd
 
 from collectors.fio.jobs import JobSettings, effective_workload, global_options, render_job, workload_options
 from collectors.fio.results import load_fio_json, parse_fio_document
+from collectors.sweep.steady import LOG_NAME, WARMUP_MS, read_logs, steady_metrics
 from modeling.errors import InvalidInput, NoData
 from modeling.store import DataDir
 from modeling.store.records import Sweep
 from modeling.store.files.scratch import is_scratch_file
+from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
 from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
 from modeling.workload import Workload
 
@@ -54,12 +58,18 @@ FRACTIONS = (0.1, 0.3, 0.6, 0.9)
 # priority while the replay of the same trace (real-time) measured 17-22 us.
 RT_PRIORITY = "20"
 LIGHT_RATES = (200, 2000)
+# the replay's lanes (traces.replay.run): 16, or a trace's most requests in flight, at most 64;
+# open-loop points issue from as many psync jobs
 LANES = 16
+MAX_LANES = 64
 # a point's mean and p99 need this many requests: at 200 IO/s a 2 s run has 400, and its
 # p99 is its fourth-slowest request (zram here: 43 us, then 15 us in the next sweep).
 # Sparse points run longer, up to MAX_POINT_MS.
 MIN_REQUESTS = 1500
 MAX_POINT_MS = 10_000
+WORKDIR_PREFIX = "ssdpredict-openloop-"
+# one point's measurement: (workload, offered IO/s) -> (stored row, raw output)
+MeasurePoint = Callable[[Workload, int], tuple[dict[str, Any], str]]
 MIX_FIELDS = (
     "write_ratio",
     "request_size",
@@ -103,6 +113,14 @@ def open_loop_plan(
     return plan
 
 
+def replay_lanes(in_flight: float | None) -> int:
+    """The lanes a trace replays on: :data:`LANES`, or its most requests in flight (``in_flight``,
+    None when the trace has no latencies to tell), at most :data:`MAX_LANES`."""
+    if in_flight is None:
+        return LANES
+    return int(min(max(LANES, int(np.ceil(in_flight))), MAX_LANES))
+
+
 def point_runtime_ms(rate_iops: float, runtime_ms: int, min_requests: int = MIN_REQUESTS) -> int:
     """A point's runtime: the sweep's, or long enough for ``min_requests`` at ``rate_iops`` (capped)."""
     needed = int(np.ceil(1000.0 * min_requests / max(rate_iops, 1.0)))
@@ -128,16 +146,22 @@ def offered_rate(workload: Workload, rate_iops: float) -> float:
     return float(sum(per_job_rates(workload, rate_iops)) * workload.numjobs)
 
 
-def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings) -> str:
-    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs."""
+def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings,
+                        log_dir: Path | None = None) -> str:
+    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs.
+
+    ``log_dir``: each job writes its per-I/O latency log there (:mod:`collectors.sweep.steady`).
+    """
     reads, writes = per_job_rates(workload, rate_iops)
     rate = f"{reads},{writes}" if reads and writes else str(reads or writes)
     options = {**workload_options(workload), "rate_iops": rate, "rate_process": "poisson"}
+    if log_dir is not None:
+        options.update({"write_lat_log": str(log_dir / LOG_NAME), "log_offset": "1"})
     return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
 
 
 def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: JobSettings,
-                  min_requests: int) -> str:
+                  min_requests: int, capacity_points: Sequence[tuple[Workload, int]] = ()) -> str:
     """The identity of an open-loop phase: device, points, target, span, timing, request floor.
 
     Rerunning the same phase (after Ctrl-C, ``kill -9`` or a crash) finds its stored points
@@ -146,8 +170,10 @@ def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: J
     ident = {"device": device, "kind": "open-loop", "min_requests": min_requests,
              "priority": "realtime" if realtime_prefix()[0] else "normal",
              "points": [[w.as_row(), int(rate)] for w, rate in plan],
+             **({"capacity": [[w.as_row(), int(r)] for w, r in capacity_points]} if capacity_points else {}),
              "settings": {"target": settings.target, "size": settings.size, "offset": settings.offset,
-                          "runtime_ms": settings.runtime_ms, "ramp_ms": settings.ramp_ms}}
+                          "runtime_ms": settings.runtime_ms, "ramp_ms": settings.ramp_ms,
+                          "warmup_ms": WARMUP_MS}}
     return "ol-" + hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -155,7 +181,7 @@ def open_loop_seconds(plan: Sequence[tuple[Workload, int]], runtime_ms: int, ram
                       min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0) -> float:
     """About how long measuring ``plan`` takes: each point's runtime and ramp plus fio's start-up
     (``overhead_s``: 16 psync jobs of 500 ms took 1.5 s a point here)."""
-    return sum((point_runtime_ms(rate, runtime_ms, min_requests) + ramp_ms) / 1000.0 + overhead_s
+    return sum((point_runtime_ms(rate, runtime_ms, min_requests) + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
                for _, rate in plan)
 
 
@@ -169,13 +195,24 @@ def realtime_prefix() -> tuple[list[str], str | None]:
 
 
 def measure_open_point(workload: Workload, rate: int, settings: JobSettings, runner: Callable[..., str],
-                       min_requests: int = MIN_REQUESTS) -> tuple[dict[str, Any], str]:
-    """Measure one open-loop point: its stored row (engine psync, offered rate) and fio's JSON."""
-    point = replace(settings, runtime_ms=point_runtime_ms(rate, settings.runtime_ms, min_requests))
+                       min_requests: int = MIN_REQUESTS,
+                       warmup_ms: int = WARMUP_MS) -> tuple[dict[str, Any], str]:
+    """Measure one open-loop point: its stored row (engine psync, offered rate) and fio's JSON.
+
+    The point runs ``warmup_ms`` longer and its metrics are those of the requests issued after
+    that warm-up (:mod:`collectors.sweep.steady`); ``warmup_ms=0`` keeps fio's own figures.
+    """
+    measured_ms = point_runtime_ms(rate, settings.runtime_ms, min_requests)
+    point = replace(settings, runtime_ms=measured_ms + warmup_ms)
     timeout = (point.runtime_ms + point.ramp_ms) / 1000.0 + 120.0
-    text = runner(build_open_loop_job(workload, rate, point), timeout=timeout)
-    doc = load_fio_json(text, source="open-loop point")
-    row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
+    workdirs = Path(tempfile.gettempdir())
+    remove_stale_workdirs(workdirs, WORKDIR_PREFIX)  # left by points killed before their cleanup
+    with owned_workdir(workdirs, WORKDIR_PREFIX) as tmp:
+        text = runner(build_open_loop_job(workload, rate, point, tmp if warmup_ms else None), timeout=timeout)
+        doc = load_fio_json(text, source="open-loop point")
+        row = dict(parse_fio_document(doc, source="open-loop point")[0].row)
+        if warmup_ms:
+            row.update(steady_metrics(read_logs(tmp), warmup_ms, measured_ms))
     row.update(effective_workload(workload).as_row())
     row[OFFERED] = offered_rate(workload, rate)
     row["engine"] = "psync"
@@ -195,6 +232,8 @@ def measure_open_loop(
     plan: Sequence[tuple[Workload, int]] | None = None,
     info: dict[str, Any] | None = None,
     wait: bool = False,
+    capacity_points: Sequence[tuple[Workload, int]] = (),
+    measure_capacity: MeasurePoint | None = None,
 ) -> Sweep:
     """Run the open-loop points of ``device`` (see the module docstring) and store each as it is measured.
 
@@ -204,7 +243,14 @@ def measure_open_loop(
     only the points not yet stored, and a finished phase is returned without measuring.
     ``progress(done, total)`` is called once before the first point and after each.  A sparse
     point runs long enough for ``min_requests`` requests (:func:`point_runtime_ms`).
+
+    ``capacity_points`` (``(workload, offered IO/s)``, measured by ``measure_capacity`` after
+    the plan's points and stored in the same sweep) are points offered beyond what the path
+    they are measured through serves: ``sweep --for-trace`` measures the replay path's own
+    capacity so (:mod:`traces.replay.capacity`), and it resumes like any other point.
     """
+    if capacity_points and measure_capacity is None:
+        raise InvalidInput("capacity points need a way to measure them")
     prefix, why = realtime_prefix()
     if runner is None:
         from collectors.fio.runner import run_fio
@@ -215,28 +261,35 @@ def measure_open_loop(
         if plan is None:
             plan = open_loop_plan(catalog.measurements(device), fractions, max_mixes)
         plan = list(plan)
-        key = open_loop_key(device, plan, settings, min_requests)
+        extra = list(capacity_points)
+        key = open_loop_key(device, plan, settings, min_requests, extra)
         sweep = catalog.find_complete_sweep(device, key) or catalog.find_resumable_sweep(device, key)
         if sweep is None:
             meta = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
                     "min_requests": min_requests, "priority": "normal" if why else "realtime",
                     "warnings": [why] if why else [], **(info or {})}
             sweep = catalog.create_sweep(
-                device, source="open-loop", plan={"open_loop": [[w.as_row(), int(r)] for w, r in plan]},
-                plan_key=key, target=settings.target, n_planned=len(plan), info=meta)
+                device, source="open-loop", plan={"open_loop": [[w.as_row(), int(r)] for w, r in plan],
+                                                  "capacity": [[w.as_row(), int(r)] for w, r in extra]},
+                plan_key=key, target=settings.target, n_planned=len(plan) + len(extra), info=meta)
         completed = catalog.completed_points(sweep.id)
+        total = len(plan) + len(extra)
         if progress:
-            progress(len(completed), len(plan))
+            progress(len(completed), total)
         if sweep.status == "complete":
             return sweep
-        for seq, (workload, rate) in enumerate(plan):
+        fio_point: MeasurePoint = partial(measure_open_point, settings=settings, runner=runner,
+                                          min_requests=min_requests)
+        steps = [(w, r, fio_point) for w, r in plan] + [(w, r, measure_capacity) for w, r in extra]
+        for seq, (workload, rate, measure) in enumerate(steps):
             if (seq, 0) in completed:
                 continue
-            row, text = measure_open_point(workload, rate, settings, runner, min_requests)
+            assert measure is not None
+            row, text = measure(workload, rate)
             catalog.add_point(sweep.id, seq, row, raw=text)
             completed.add((seq, 0))
             if progress:
-                progress(len(completed), len(plan))
+                progress(len(completed), total)
         return catalog.finish_sweep(sweep.id)
 
 
@@ -252,10 +305,13 @@ def measure_after_sweep(
     plan: Sequence[tuple[Workload, int]] | None = None,
     info: dict[str, Any] | None = None,
     wait: bool = False,
+    capacity_points: Sequence[tuple[Workload, int]] = (),
+    measure_capacity: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
 ) -> Sweep:
     """The open-loop points of a finished closed-loop sweep, on its target with its span and timing.
 
-    ``plan`` as in :func:`measure_open_loop` (default: ``fractions`` of each mix's capacity).
+    ``plan``, ``capacity_points`` as in :func:`measure_open_loop` (default plan: ``fractions`` of
+    each mix's capacity); ``measure_capacity`` also gets the points' job settings (target, span).
     """
     if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
         raise InvalidInput("open-loop points are measured on a local target only (not remote, NVMe-oF, CSD)")
@@ -274,5 +330,12 @@ def measure_after_sweep(
         runtime_ms=settings.runtime_ms, ramp_ms=settings.ramp_ms,
     )
     runner = partial(run_fio, binary=settings.fio, prefix=realtime_prefix()[0])
+    capacity = None if measure_capacity is None else partial(_with_job, measure_capacity, job)
     return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress,
-                             min_requests=min_requests, plan=plan, info=info, wait=wait)
+                             min_requests=min_requests, plan=plan, info=info, wait=wait,
+                             capacity_points=capacity_points, measure_capacity=capacity)
+
+
+def _with_job(measure: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]], job: JobSettings,
+              workload: Workload, rate: int) -> tuple[dict[str, Any], str]:
+    return measure(workload, rate, job)

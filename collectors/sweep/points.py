@@ -129,7 +129,9 @@ def class_metadata(settings: SweepSettings, *, sysfs_root: Path = Path("/sys"),
     elif device_class == "csd":
         meta["csd_internal_target"] = settings.internal_target
     elif device_class == "pmem":
-        meta.update(pmem.pmem_facts(settings.target, sysfs_root=sysfs_root, **({"run": run} if run else {})))
+        facts = (pmem.pmem_facts(settings.target, sysfs_root=sysfs_root, run=run) if run is not None
+                 else pmem.pmem_facts(settings.target, sysfs_root=sysfs_root))
+        meta.update(facts)
     block = sysfs_root / "class" / "block" / Path(settings.target).name
     if settings.target.startswith("/dev/") and not settings.remote and block.exists():
         for name in ("device/model", "device/serial", "queue/rotational", "size"):

@@ -39,10 +39,11 @@ Progress = Callable[[int, int, Workload], None]
 Runner = Callable[..., str]
 
 
-def sweep_key(device: str, plan: Plan, settings: SweepSettings) -> str:
-    """The identity of a sweep: device, class, plan points and measuring settings."""
+def sweep_key(device: str, plan: Plan, settings: SweepSettings, extra: dict[str, Any] | None = None) -> str:
+    """The identity of a sweep: device, class, plan points and measuring settings (and ``extra``:
+    what else the caller measures differently, e.g. ``--for-trace``'s priority)."""
     ident = {"device": device, "class": settings.device_class, "plan": plan.key,
-             "settings": settings.identity()}
+             "settings": settings.identity(), **({"extra": extra} if extra else {})}
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
@@ -76,21 +77,22 @@ def run_sweep(datadir: DataDir, device: str, plan: Plan, settings: SweepSettings
               metadata: dict[str, Any] | None = None, progress: Progress | None = None,
               runner: Runner | None = None, commands: Callable[..., Any] | None = None,
               sysfs_root: Path = Path("/sys"), wait: bool = False,
-              on_wait: Callable[[str], None] | None = None) -> Sweep:
+              on_wait: Callable[[str], None] | None = None, key_extra: dict[str, Any] | None = None) -> Sweep:
     """Measure every point of ``plan`` on ``settings.target`` and store it; resumable.
 
     ``runner`` runs one fio job (default: :func:`~collectors.fio.runner.run_fio` with the
     configured binary).  ``commands`` (default ``subprocess.run``) and ``sysfs_root`` are
     where device commands (``nvme connect``, ``mdadm``) and sysfs reads go.  The device's
     writer lock is held throughout: another writer of the device raises ``DeviceBusy``
-    (or, with ``wait``, is waited for).
+    (or, with ``wait``, is waited for).  ``key_extra`` joins the sweep's key
+    (:func:`sweep_key`): a rerun that measures differently does not resume the old sweep.
     """
     device_io: dict[str, Any] = {"sysfs_root": sysfs_root, "run": commands or subprocess.run}
     if runner is None:
         fio_binary(settings.fio)  # fail before creating files when fio is missing
         runner = _fio_runner(settings.fio)
     catalog = datadir.catalog
-    key = sweep_key(device, plan, settings)
+    key = sweep_key(device, plan, settings, key_extra)
     with ExitStack() as stack:
         stack.enter_context(datadir.device_lock(device, "sweep", wait=wait, on_wait=on_wait,
                                                 detail=f"plan {plan.name}"))

@@ -65,10 +65,11 @@ from modeling.training.tail_guard import (
     plain_selection,
     unscaled,
 )
+from modeling import training
 from modeling.workload import BASIC_FIELDS, METRICS, PERCENTILE_METRICS, REGION_NAMES
 
-MIN_ROWS = 8
-"""Fewest distinct measured workloads a device needs to be trained."""
+MIN_ROWS = training.MIN_ROWS
+"""Fewest distinct measured workloads a device needs to be trained (:data:`modeling.training.MIN_ROWS`)."""
 RUNG_KINDS = ("xgboost", "extra_trees", "cart")
 """The estimator families a further percentile rung may use (compiled trees: cheap to serve)."""
 MIN_REGION_ROWS = 16

@@ -28,13 +28,23 @@ def test_for_trace_measures_closed_and_open_loop_with_psync(home: Path, tmp_path
     res = CliRunner().invoke(app, _args(tmp_path, "--budget", "5", "--for-trace", TRACE))
     assert res.exit_code == 0, res.output
     assert "plan for-trace: 5 closed-loop points (1 mixes x 5 loads, psync)" in res.output
-    assert "open-loop points 5/5" in res.output  # plain progress: CliRunner's stderr is no terminal
+    # 5 fio points and the replay path's capacity (the trace's 51,280 IO/s is near the file's)
+    assert "open-loop points 6/6" in res.output  # plain progress: CliRunner's stderr is no terminal
     catalog = DataDir(home).catalog
     frame = catalog.measurements("t")
+    replayed = (frame["open_loop_method"] == "replay").to_numpy()
+    capacity_row = frame[replayed]
+    frame = frame[~replayed]
     ol = np.isfinite(frame["offered_iops"])
     assert (frame["engine"] == "psync").all()
     assert sorted(frame.loc[~ol, "numjobs"]) == [1, 2, 4, 8, 16]
     assert ol.sum() == 5 and (frame.loc[ol, "numjobs"] == 16).all()
+    # each fio point's figures are its steady part, after the warm-up
+    assert (frame.loc[ol, "warmup_s"] == 1.0).all() and (frame.loc[ol, "steady_requests"] > 0).all()
+    assert len(capacity_row) == 1 and int(capacity_row["numjobs"].iloc[0]) == 16
+    offered_cap = float(capacity_row["offered_iops"].iloc[0])
+    assert offered_cap == pytest.approx(3 * frame.loc[~ol, "iops"].max(), rel=0.05)
+    assert 0 < capacity_row["iops"].iloc[0] < offered_cap
     # the fractions' rates come from the capacity measured at 16 jobs
     capacity = frame.loc[~ol, "iops"].max()
     offered = frame.loc[ol, "offered_iops"].to_numpy()
@@ -45,7 +55,7 @@ def test_for_trace_measures_closed_and_open_loop_with_psync(home: Path, tmp_path
     again = CliRunner().invoke(app, _args(tmp_path, "--budget", "5", "--for-trace", TRACE))
     assert again.exit_code == 0, again.output
     assert "reusing the finished sweep" in again.output
-    assert len(catalog.list_sweeps("t")) == n_sweeps and len(catalog.measurements("t")) == len(frame)
+    assert len(catalog.list_sweeps("t")) == n_sweeps and len(catalog.measurements("t")) == len(frame) + 1
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from collectors.plans.for_trace import FRACTIONS, TRAIN_MIN_POINTS, open_loop_points, plan_for_traces
+from collectors.plans.for_trace import (
+    FRACTIONS, NEAR_CAPACITY, OVERLOAD, TRAIN_MIN_POINTS, capacity_points, open_loop_points, plan_for_traces,
+)
 from modeling.training.fit import MIN_ROWS
 from modeling.errors import InvalidInput, NoData
 from tests.conftest import TEST_DATA, data_path
@@ -72,3 +74,46 @@ def test_bad_budget_and_block_size_are_one_line_errors() -> None:
         plan_for_traces([ch], block_size=1000)
     with pytest.raises(InvalidInput):
         plan_for_traces([])
+
+
+def test_only_mixes_whose_traces_come_near_capacity_get_a_replay_capacity_point() -> None:
+    plan = plan_for_traces([_char("tpcc-small.trace")], budget=5, block_size=512)
+    own = max(plan.mixes[0].own_rates)  # tpcc's one window: 51,280 IO/s
+    w = plan.mixes[0].workload
+
+    def rows(capacity: float) -> pd.DataFrame:
+        return pd.DataFrame([{**w.model_copy(update={"numjobs": n}).as_row(), "iops": capacity * n / 16}
+                             for n in plan.ladder])
+
+    near = capacity_points(plan, rows(own / NEAR_CAPACITY * 0.9))
+    assert [(p.numjobs, r) for p, r in near] == [(16, round(OVERLOAD * own / NEAR_CAPACITY * 0.9))]
+    assert capacity_points(plan, rows(own / NEAR_CAPACITY * 1.1)) == []
+
+
+class _Char:
+    """A characterised trace built from its windows (what the plan reads of one)."""
+
+    def __init__(self, windows: pd.DataFrame) -> None:
+        self.windows, self.summary = windows, {}
+
+
+def test_mixes_apart_by_a_hair_of_randomness_are_one_mix() -> None:
+    n = 40
+    win = pd.DataFrame({"write_ratio": 0.0, "request_size": 1 << 20, "read_size": 1 << 20,
+                        "write_size": 1 << 20, "requests": 1000, "iops": 2000.0, "queue_depth": 2.0,
+                        # random offsets: now and then a window reads a few sequential ones
+                        "randomness": [1.0 if i % 3 else 0.96 for i in range(n)]})
+    plan = plan_for_traces([_Char(win)], budget=48, block_size=4096)
+    assert len(plan.mixes) == 1 and plan.mixes[0].workload.randomness == 1.0
+    assert len(plan.closed) == 2 * len(plan.ladder)  # one mix, and its ladder at twice the size
+
+
+def test_the_closed_loop_key_holds_what_the_caller_measures_differently(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from collectors.sweep.run import sweep_key
+    from collectors.sweep.settings import SweepSettings
+
+    plan = plan_for_traces([_char("tpcc-small.trace")], budget=5, block_size=512).closed
+    settings = SweepSettings(target=str(tmp_path / "t.img"))
+    assert sweep_key("d", plan, settings) == sweep_key("d", plan, settings, None)
+    assert sweep_key("d", plan, settings, {"priority": "normal"}) != sweep_key("d", plan, settings,
+                                                                              {"priority": "real-time"})

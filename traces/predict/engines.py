@@ -34,15 +34,19 @@ def _light(rows: pd.DataFrame) -> pd.DataFrame:
     return keyed.sort_values("_load").groupby(list(MIX), as_index=False).first()
 
 
+def _qd1(closed: pd.DataFrame, engine: str) -> pd.DataFrame:
+    """The closed-loop points of ``engine`` at queue depth 1 and one job, as the lightest load."""
+    one = (closed["engine"] == engine) & (closed["queue_depth"] == 1) & (closed.get("numjobs", 1) == 1)
+    return closed[one].assign(_load=0.0, _how="closed loop QD1")
+
+
 def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
     """``"4 KiB QD1 reads 31 us io_uring vs 6.2 us psync (...)"`` for a mix measured both ways, or None."""
     closed = closed_loop_rows(frame)
-    qd1 = closed[(closed["engine"] == other) & (closed["queue_depth"] == 1)
-                 & (closed.get("numjobs", 1) == 1)].assign(_load=0.0, _how="closed loop QD1")
+    qd1 = _qd1(closed, other)
     if qd1.empty:
         return None
-    psync_closed = closed[(closed["engine"] == REPLAY_ENGINE) & (closed["queue_depth"] == 1)
-                          & (closed.get("numjobs", 1) == 1)].assign(_load=0.0, _how="closed loop QD1")
+    psync_closed = _qd1(closed, REPLAY_ENGINE)
     parts = [psync_closed] if len(psync_closed) else []
     ol = open_loop_rows(frame)
     if len(ol):

@@ -160,17 +160,20 @@ def _curves(model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[i
     return Curves(outstanding.astype(np.float64), iops, p99, ext)
 
 
-def cap_curves(curves: Curves, ceiling: float) -> Curves:
-    """The curves with IO/s capped at ``ceiling`` x each window's capacity (``0 < ceiling <= 1``).
+def cap_curves(curves: Curves, ceiling: float | np.ndarray) -> Curves:
+    """The curves with IO/s capped at ``ceiling`` x each window's capacity (``0 < ceiling <= 1``;
+    one number, or one per window).
 
     For a reference whose replay path serves less than the closed-loop sweeps
-    (:mod:`traces.replay.capacity`): the device as the replay reaches it.
+    (:mod:`traces.replay.capacity`, :mod:`traces.predict.ceiling`): the device as the replay reaches it.
     """
-    if not 0 < ceiling <= 1:
+    c = np.asarray(ceiling, dtype=np.float64)
+    if not np.all((c > 0) & (c <= 1)):
         raise InvalidInput("the capacity ceiling must be in (0, 1]")
-    if ceiling == 1:
+    if np.all(c == 1):
         return curves
-    iops = {b: np.minimum(x, ceiling * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
+    c = c.reshape(-1, 1) if c.ndim else c
+    iops = {b: np.minimum(x, c * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
     return Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
 
 
@@ -178,7 +181,7 @@ def predict_open_loop(
     model: PredictsFrame,
     windows: pd.DataFrame,
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
-    ceiling: float = 1.0,
+    ceiling: float | np.ndarray = 1.0,
     write_ratios: Sequence[float] | None = None,
     sizes: Sequence[int] | None = None,
 ) -> pd.DataFrame:
@@ -290,7 +293,7 @@ def predict_windows(
     *,
     method: str = "open-loop",
     loads: Iterable[tuple[int, int]] = DEFAULT_LOADS,
-    ceiling: float = 1.0,
+    ceiling: float | np.ndarray = 1.0,
     write_ratios: Sequence[float] | None = None,
     sizes: Sequence[int] | None = None,
 ) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
+from traces.predict.ceiling import ReplayCeilings, replay_ceilings
 from traces.predict.engines import engine_notes
 from traces.predict.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
 from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swept_mixes
@@ -45,6 +46,15 @@ class DeviceCurveSource:
     # (traces.predict.openloop.closed_loop_curves)
     write_ratios: list[float] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    # the replay path's own capacity per mix, measured by sweep --for-trace (used while
+    # ``ceiling`` is 1: an explicit ceiling overrides it)
+    replay: ReplayCeilings | None = None
+
+    def ceilings(self, windows: pd.DataFrame) -> float | np.ndarray:
+        """Each window's capacity ceiling: the explicit one, else the replay path's measured one."""
+        if self.ceiling != 1.0 or self.replay is None:
+            return self.ceiling
+        return self.replay.for_windows(windows)
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame,
@@ -65,12 +75,16 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
     else:
         notes += correction.notes()
+    replay = replay_ceilings(newest, frame)
+    if replay is not None:
+        notes += replay.notes()
     notes += engine_notes(frame, device)
     ratios, sizes = swept_mixes(frame)
     size = closed["request_size"]
     one_size = all(f not in closed or (closed[f].fillna(size) == size).all()
                    for f in ("read_size", "write_size"))
-    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes if one_size else [])
+    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes if one_size else [],
+                             replay=replay)
 
 
 def newest_open_loop(frame: pd.DataFrame) -> pd.DataFrame:
@@ -95,7 +109,7 @@ def predict_table(
 ) -> pd.DataFrame:
     """The per-window prediction table of a characterised trace."""
     win = char.windows
-    pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceiling,
+    pred = predict_windows(model, win, method=method, loads=source.loads, ceiling=source.ceilings(win),
                            write_ratios=source.write_ratios, sizes=source.sizes)
     if method == "open-loop" and source.correction is not None:
         mean_f, p99_f = source.correction.factors(win, pred, char.gap_hist)

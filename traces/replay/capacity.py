@@ -22,9 +22,18 @@ prediction and the measurement.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from collectors.fio.jobs import JobSettings, effective_workload
+from modeling.store.open_loop_rows import OFFERED
+from modeling.units import MIB
+from modeling.workload import Workload
 
 from modeling.errors import InvalidInput, NoData
 from modeling.store.catalog import Catalog
@@ -32,7 +41,12 @@ from traces.replay.run import replay
 from traces.synthetic import SyntheticSpec, write_synthetic
 
 # Offered this many times the model's capacity, the lanes never sleep: they issue back to back
+# (collectors.plans.for_trace.OVERLOAD, the rate sweep --for-trace offers its capacity points)
 OVERLOAD = 3.0
+# a capacity point replays this long, or fewer requests than MAX_REQUESTS
+POINT_S = 1.0
+MAX_REQUESTS = 60_000
+METHOD = "replay"  # the stored row's open_loop_method: measured through the replay path
 
 
 @dataclass(frozen=True)
@@ -79,3 +93,42 @@ def measure_replay_capacity(
     if not rep.replay_rate > 0:
         raise NoData("the capacity replay served no measurable rate")
     return ReplayCapacity(float(rep.replay_rate), offered, rep.lanes, rep.requests)
+
+
+def replay_capacity_point(workload: Workload, offered: int, job: JobSettings, *,
+                          catalog: Catalog | None = None, duration_s: float = POINT_S,
+                          ) -> tuple[dict[str, Any], str]:
+    """One capacity point of ``sweep --for-trace``: a Poisson trace of ``workload``'s mix offered
+    at ``offered`` IO/s (beyond the capacity) replayed on ``job.target`` through the replay path
+    on ``workload.numjobs`` lanes; its stored row (served IO/s, latency, ``offered_iops``,
+    ``open_loop_method`` :data:`METHOD`) and a JSON summary as its raw output.
+
+    The row is an open-loop point served under its offered rate: the correction leaves it out
+    (:data:`traces.predict.utilisation.MIN_SERVED`) and the prediction takes the replay path's
+    capacity from it (:func:`traces.predict.engines.replay_ceilings`).
+    """
+    if not offered > 0:
+        raise InvalidInput("a capacity point's offered rate must be positive")
+    w = effective_workload(workload)
+    duration = min(duration_s, MAX_REQUESTS / offered)
+    size = int(w.read_size or w.request_size) if w.write_ratio < 0.5 else int(w.write_size or w.request_size)
+    spec = SyntheticSpec(float(offered), duration, "poisson", w.write_ratio, size,
+                         randomness=float(w.randomness), span=int(job.size), seed=7)
+    with tempfile.TemporaryDirectory(prefix="ssdpredict-capacity-") as tmp:
+        path, _ = write_synthetic(spec, Path(tmp))
+        rep = replay(path, job.target, destroy_data=True, window_s=duration, lanes=w.numjobs,
+                     size=int(job.size), catalog=catalog)
+    if not rep.replay_rate > 0 or rep.log is None or not len(rep.log):
+        raise NoData("the capacity replay served no measurable rate")
+    lat_us = rep.log["lat_ns"].to_numpy(np.float64) / 1e3
+    row: dict[str, Any] = {
+        **w.as_row(), "iops": float(rep.replay_rate), OFFERED: float(rep.trace_rate),
+        "bandwidth_mib_s": float(rep.replay_rate) * size / MIB, "latency_mean_us": float(lat_us.mean()),
+        **{f"latency_{name}_us": float(np.percentile(lat_us, pct))
+           for name, pct in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9))},
+        "engine": "psync", "open_loop_method": METHOD, "replay_requests": int(rep.requests),
+        "target": job.target,
+    }
+    raw = json.dumps({"replay_rate_iops": rep.replay_rate, "trace_rate_iops": rep.trace_rate,
+                      "lanes": rep.lanes, "requests": rep.requests, "warnings": rep.warnings})
+    return row, raw

@@ -44,6 +44,7 @@ import pandas as pd
 from collectors.devices.reference import logical_block_size
 from collectors.devices.throttle import cgroup_for
 from collectors.fio.runner import fio_binary, run_guarded
+from collectors.sweep.openloop import LANES, MAX_LANES, replay_lanes
 from modeling.errors import FioError, InvalidInput, NoData
 from modeling.store.catalog import Catalog
 from modeling.store.files.workdirs import owned_workdir, remove_stale_workdirs
@@ -55,8 +56,7 @@ from traces.replay.iolog import (
 )
 from traces.replay.windows import DRIFT_WARN, issue_times, lane_waits, read_lat_log, replay_windows
 
-DEFAULT_LANES = 16
-MAX_LANES = 64
+DEFAULT_LANES = LANES
 RT_PRIORITY = "20"
 WORKDIR_PREFIX = "ssdpredict-replay-"
 
@@ -243,7 +243,7 @@ def replay(
     n = len(c)
     if lanes is None:
         depth = max_outstanding(c)
-        lanes = DEFAULT_LANES if depth is None else min(max(depth, DEFAULT_LANES), MAX_LANES)
+        lanes = replay_lanes(depth)
     lanes = min(lanes, n)
     workdirs = Path(tempfile.gettempdir())
     remove_stale_workdirs(workdirs, WORKDIR_PREFIX)  # left by replays killed before their cleanup

@@ -40,10 +40,15 @@ def sweep_traces(data: DataDir, device: str, traces: list[str], settings: SweepS
         err_console.print(f"  {note}", highlight=False, soft_wrap=True)
     from service.cli.progress import open_loop_progress, sweep_progress
 
+    from functools import partial
+
+    from traces.replay.capacity import replay_capacity_point
+
     with progress_bar(quiet=json_output) as bar:
         result = sweep_for_traces(
             data, device, plan, settings, progress=sweep_progress(bar, len(plan.closed)),
-            open_progress=open_loop_progress(bar), wait=wait, on_wait=waiting, min_requests=min_requests)
+            open_progress=open_loop_progress(bar), wait=wait, on_wait=waiting, min_requests=min_requests,
+            replay_capacity=partial(replay_capacity_point, catalog=data.catalog))
     closed, opened = result.closed, result.open_loop
     if json_output:
         print_json({"device": device, "plan": "for-trace", "sweep_id": closed.id, "points": closed.n_points,

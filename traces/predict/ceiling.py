@@ -1,0 +1,88 @@
+"""The replay path's own capacity, measured by ``sweep --for-trace``: the prediction's capacity cap.
+
+A trace replay reaches the device through iolog lanes (:mod:`traces.replay.run`), and on a
+CPU-bound device that path serves less than fio's closed-loop or open-loop jobs: on the
+zram reference (2 cores) 1 MiB random reads were served 6.9-8.1k IO/s by the replay and
+9.3-9.9k by fio, so windows offered 80-95 % of the replay's capacity fell behind while the
+prediction, whose capacity was fio's, said "not saturated" (saturation agreement 76 %).
+
+``sweep --for-trace`` replays, per mix its traces come near the capacity of, a Poisson trace
+offered 3x that capacity (:func:`traces.replay.capacity.replay_capacity_point`) and stores
+what was served as an open-loop row (``open_loop_method`` ``replay``) beside the mix's fio
+points.  :func:`replay_ceilings` turns those rows into each mix's share of its closed-loop
+capacity; a window takes the share of its nearest measured open-loop mix (1 where that mix
+has no replay row), and the open-loop method caps its curve there
+(:func:`traces.predict.openloop.cap_curves`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from modeling.store.open_loop_rows import closed_loop_rows
+from modeling.workload import KIB, MIB
+from traces.predict.utilisation import KEY, mix_keys, nearest_mix
+
+METHOD = "replay"  # traces.replay.capacity.METHOD
+
+
+@dataclass(frozen=True)
+class ReplayCeilings:
+    """Per measured open-loop mix: the share of its closed-loop capacity the replay path serves."""
+
+    keys: np.ndarray  # (g, 3) mix_keys of the measured mixes
+    shares: np.ndarray  # (g,) in (0, 1]; 1 where the mix has no replay measurement
+    served: np.ndarray  # (g,) the replay's served IO/s (NaN without one)
+    capacity: np.ndarray  # (g,) the closed-loop capacity
+
+    def for_windows(self, windows: pd.DataFrame) -> np.ndarray:
+        """Each window's ceiling: its nearest measured mix's share."""
+        return self.shares[nearest_mix(windows, self.keys)]  # type: ignore[no-any-return]
+
+    def notes(self) -> list[str]:
+        """One line per mix capped, with the replay's and the closed loop's numbers."""
+        out = []
+        for (wr, log_size, _), share, served, cap in zip(
+            self.keys, self.shares, self.served, self.capacity, strict=True
+        ):
+            if share < 1:
+                size = 2.0**log_size
+                text = f"{size / MIB:g} MiB" if size >= MIB else f"{size / KIB:g} KiB"
+                kind = "reads" if wr == 0 else "writes" if wr == 1 else f"I/Os ({wr * 100:.0f} % writes)"
+                out.append(
+                    f"capacity capped at {share:.0%} of the closed-loop capacity for {text} {kind}: "
+                    f"the replay path's own, measured by sweep --for-trace ({served:,.0f} of "
+                    f"{cap:,.0f} IO/s)"
+                )
+        return out
+
+
+def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame) -> ReplayCeilings | None:
+    """The replay ceilings of a device: ``open_loop`` its newest open-loop rows, ``frame`` all its
+    measurements (for the closed-loop capacities); None without a replay capacity row."""
+    if open_loop.empty or "open_loop_method" not in open_loop:
+        return None
+    replayed = open_loop["open_loop_method"] == METHOD
+    closed = closed_loop_rows(frame)
+    if not replayed.any() or closed.empty:
+        return None
+
+    def by_mix(rows: pd.DataFrame, how: str) -> pd.Series:
+        key = [
+            rows["write_ratio"].astype(float).round(3),
+            rows["request_size"].astype(float),
+            rows["randomness"].astype(float).round(3),
+        ]
+        return rows.groupby(key)["iops"].agg(how)
+
+    mixes = by_mix(open_loop, "size").index
+    capacity = by_mix(closed, "max").reindex(mixes)
+    served = by_mix(open_loop[replayed], "mean").reindex(mixes)
+    cap = capacity.to_numpy(np.float64)
+    got = served.to_numpy(np.float64)
+    shares = np.where(np.isfinite(got) & np.isfinite(cap) & (cap > 0), np.clip(got / cap, 1e-3, 1.0), 1.0)
+    keys = mix_keys(pd.DataFrame(list(mixes), columns=list(KEY)))
+    return ReplayCeilings(keys, shares, got, cap)
