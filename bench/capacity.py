@@ -154,6 +154,7 @@ def main() -> None:
         " of the capacity) in place of 0.85,1,1",
     )
     parser.add_argument("--throttled-open-loop", help="with --throttled: the sweep's open-loop fractions")
+    parser.add_argument("--keep-home", type=Path, help="with --validate: copy each data directory here")
     args = parser.parse_args()
     if args.validate:
         from bench.capacity_validate import validate
@@ -169,6 +170,7 @@ def main() -> None:
             zram=not args.no_zram,
             json_path=args.json,
             throttled_overrides=overrides,
+            keep_home=args.keep_home,
         )
         return
     scratch = Path(tempfile.mkdtemp(prefix="bench-capacity-"))

@@ -267,7 +267,8 @@ def one_reference(
 ) -> list[dict[str, Any]]:
     """Make, sweep, train and validate one reference device; always destroyed after.
 
-    ``overrides``: ``targets`` (a TARGETS entry) and ``open_loop`` (fractions) in place of the kind's.
+    ``overrides``: ``targets`` (a TARGETS entry) and ``open_loop`` (fractions) in place of the kind's;
+    ``keep_home``: a folder to copy the data directory to before it is removed.
     """
     overrides = overrides or {}
     home = Path(tempfile.mkdtemp(prefix="bench-capacity-ref-"))
@@ -337,6 +338,10 @@ def one_reference(
         return rows
     finally:
         destroy_reference(datadir, ref.path)
+        if overrides.get("keep_home"):  # the sweep, model and catalog, for a diagnosis afterwards
+            kept = Path(overrides["keep_home"]) / f"{kind}-{iops or 0}"
+            shutil.copytree(home, kept, dirs_exist_ok=True)
+            print(f"  data directory kept in {kept}")
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -346,13 +351,14 @@ def validate(
     zram: bool = True,
     json_path: Path | None = None,
     throttled_overrides: dict[str, Any] | None = None,
+    keep_home: Path | None = None,
 ) -> None:
     """The zram reference (unless ``zram`` is False), then the throttled one at ``throttled`` IO/s
     if given (with ``throttled_overrides``, see :func:`one_reference`); every row to ``json_path``
     if given."""
     rows = {}
     if zram:
-        rows["zram"] = one_reference("zram", None, quick)
+        rows["zram"] = one_reference("zram", None, quick, overrides={"keep_home": keep_home})
     if throttled:
         rows[f"throttled {throttled}"] = one_reference(
             "throttled", throttled, quick, overrides=throttled_overrides
