@@ -43,8 +43,8 @@ def test_for_trace_measures_closed_and_open_loop_with_psync(home: Path, tmp_path
     assert (frame.loc[ol, "warmup_s"] == 1.0).all() and (frame.loc[ol, "steady_requests"] > 0).all()
     assert len(capacity_row) == 1 and int(capacity_row["numjobs"].iloc[0]) == 16
     offered_cap = float(capacity_row["offered_iops"].iloc[0])
-    assert offered_cap == pytest.approx(frame.loc[~ol, "iops"].max(), rel=0.05)
-    assert 0 < capacity_row["iops"].iloc[0] <= 1.1 * offered_cap
+    assert offered_cap == pytest.approx(3 * frame.loc[~ol, "iops"].max(), rel=0.05)
+    assert 0 < capacity_row["iops"].iloc[0] < offered_cap
     # the fractions' rates come from the capacity measured at 16 jobs
     capacity = frame.loc[~ol, "iops"].max()
     offered = frame.loc[ol, "offered_iops"].to_numpy()

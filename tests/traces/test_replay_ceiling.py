@@ -145,7 +145,8 @@ def test_a_capacity_point_served_in_full_caps_nothing_and_corrects_nothing(tmp_p
     d2.catalog.add_measurements("dev", fio)
     win = window_table([3000.0]).assign(request_size=MIB, read_size=MIB, write_size=MIB)
     pred = predict_open_loop(model, win, LOADS)
-    with_replay = device_source(d2, "dev", model).correction
-    assert src.correction is not None and with_replay is not None
+    without = device_source(d2, "dev", model).correction
+    assert src.correction is not None and without is not None
     assert src.correction.factors(win, pred, None)[0].tolist() == pytest.approx(
-        with_replay.factors(win, pred, None)[0].tolist())
+        without.factors(win, pred, None)[0].tolist()
+    )

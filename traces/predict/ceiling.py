@@ -7,7 +7,7 @@ zram reference (2 cores) 1 MiB random reads were served 6.9-8.1k IO/s by the rep
 prediction, whose capacity was fio's, said "not saturated" (saturation agreement 76 %).
 
 ``sweep --for-trace`` replays, per mix its traces come near the capacity of, a Poisson trace
-offered that capacity (:func:`traces.replay.capacity.replay_capacity_point`) and stores
+offered 3x that capacity (:func:`traces.replay.capacity.replay_capacity_point`) and stores
 what was served as an open-loop row (``open_loop_method`` ``replay``) beside the mix's fio
 points.  :func:`replay_ceilings` turns those rows into each mix's share of its closed-loop
 capacity; a window takes the share of its nearest measured open-loop mix (1 where that mix
