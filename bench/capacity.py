@@ -148,11 +148,30 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="with --validate: a smaller sweep")
     parser.add_argument("--no-zram", action="store_true", help="with --validate: throttled only")
     parser.add_argument("--json", type=Path, help="with --validate: every row to this file")
+    parser.add_argument(
+        "--throttled-targets",
+        help="with --throttled: AT,P99X,MEANX (targets P99X x the predicted p99 and MEANX x the mean at AT"
+        " of the capacity) in place of 0.85,1,1",
+    )
+    parser.add_argument("--throttled-open-loop", help="with --throttled: the sweep's open-loop fractions")
+    parser.add_argument("--keep-home", type=Path, help="with --validate: copy each data directory here")
     args = parser.parse_args()
     if args.validate:
         from bench.capacity_validate import validate
 
-        validate(quick=args.quick, throttled=args.throttled, zram=not args.no_zram, json_path=args.json)
+        overrides: dict[str, Any] = {}
+        if args.throttled_targets:
+            overrides["targets"] = tuple(float(x) for x in args.throttled_targets.split(","))
+        if args.throttled_open_loop:
+            overrides["open_loop"] = args.throttled_open_loop
+        validate(
+            quick=args.quick,
+            throttled=args.throttled,
+            zram=not args.no_zram,
+            json_path=args.json,
+            throttled_overrides=overrides,
+            keep_home=args.keep_home,
+        )
         return
     scratch = Path(tempfile.mkdtemp(prefix="bench-capacity-"))
     try:

@@ -33,6 +33,7 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,10 @@ import numpy as np
 
 from bench.trace_reference import fio_wrapper, run_cli
 from collectors.devices.reference import create_reference, destroy_reference
-from collectors.fio.jobs import JobSettings
+from collectors.fio.jobs import JobSettings, global_options, render_job, workload_options
+from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.fio.runner import run_fio
-from collectors.sweep.openloop import LANES, measure_open_point, realtime_prefix
+from collectors.sweep.openloop import LANES, point_runtime_ms, realtime_prefix
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
@@ -56,9 +58,10 @@ MIXES = {
         "write_ratio=1,request_size=256k,randomness=1",
         "write_ratio=0.4,request_size=256k,randomness=1",
     ),
-    # under the throttle the cap, not the CPU, is the limit: small requests
+    # under the throttle the cap, not the CPU, is the limit: small requests, one size (the cap
+    # counts requests; one size halves the open-loop phase, whose points are slow at 200 IO/s)
     "throttled": (
-        "write_ratio=0,request_size=4k,randomness=1",
+        "write_ratio=0,request_size=16k,randomness=1",
         "write_ratio=1,request_size=16k,randomness=1",
         "write_ratio=0.4,request_size=16k,randomness=1",
     ),
@@ -70,10 +73,22 @@ SWEEP = {
     "sizes": "16k,256k,1m",
     "numjobs": "1,2,4,8,16",
     "runtime": "1s",
-    "open_loop": "0.1,0.3,0.6,0.9,0.95,1.2",
+    "open_loop": "0.1,0.3,0.6,0.8,0.9,0.95,1.2",
+    "open_loop_requests": "1500",
 }
 QUICK = {**SWEEP, "numjobs": "1,4,16"}
-SIZES = {"zram": "256k,1m", "throttled": "4k,16k"}
+PER_KIND = {
+    "zram": {"sizes": "256k,1m"},
+    # the token bucket's rise (bench/capacity_curve.py at 200 IO/s: the mean 191 us at 0.5 of
+    # the cap, 518 at 0.8, 1.2 ms at 0.9, 26 ms at 0.95) needs points inside it; 1,000
+    # requests a point keeps the phase to ~3 minutes at 200 IO/s
+    "throttled": {
+        "sizes": "16k",
+        "numjobs": "1,2,4,8,16",  # one size: 15 closed-loop points to train on, not 9
+        "open_loop": "0.3,0.6,0.7,0.8,0.85,0.9,0.95,1.2",
+        "open_loop_requests": "1000",
+    },
+}
 
 
 def _two_digits(us: float) -> str:
@@ -86,23 +101,63 @@ MIN_SERVED = 0.95
 """A point served under this share of its offered rate has a growing backlog (traces.predict.utilisation)."""
 
 
-def targets_of(datadir: DataDir, mix: str) -> list[str]:
-    """The mix's two targets: 3x its predicted p99 and 2x its predicted mean at half its capacity."""
+TARGETS = {"zram": (0.5, 3.0, 2.0), "throttled": (0.85, 1.0, 1.0)}
+"""Per reference kind, where its targets are taken from the prediction: (share of the mix's
+capacity, multiple of the predicted p99 there, multiple of the predicted mean there).
+
+zram's curve is flat until saturation (in fio's clock), so a target at its flat level is met
+up to saturation or never: 3x and 2x of it.  The token bucket at 200 IO/s rises over a wide
+range (bench/capacity_curve.py, 2026-11-27: mean 191 us at 0.5 of the cap, 518 at 0.8, 1.0 ms
+at 0.85, 1.2 ms at 0.9, 26 ms at 0.95; p99 0.1, 18, 43, 45, 100 ms): its targets are the
+predicted statistics themselves inside the rise, at 0.85, chosen from that curve before the
+validation ran."""
+
+
+def targets_of(datadir: DataDir, mix: str, at: float, p99_x: float, mean_x: float) -> list[str]:
+    """The mix's two targets: ``p99_x`` its predicted p99 and ``mean_x`` its predicted mean at
+    ``at`` of its capacity, from the prediction alone (no measurement is looked at)."""
     mc, _ = curves_of(datadir, DEVICE, mix_table([parse_mix(mix)]))
-    at = mc.latency(0, np.array([0.5 * mc.capacity(0)]))
-    return [f"p99<={_two_digits(3 * at.p99_us[0])}", f"mean<={_two_digits(2 * at.mean_us[0])}"]
+    lat = mc.latency(0, np.array([at * mc.capacity(0)]))
+    return [f"p99<={_two_digits(p99_x * lat.p99_us[0])}", f"mean<={_two_digits(mean_x * lat.mean_us[0])}"]
+
+
+def exact_job(w: Workload, rate: int, settings: JobSettings) -> tuple[str, float]:
+    """The job of one validation point offering exactly ``rate`` IO/s, and that rate.
+
+    The sweep's points (:func:`collectors.sweep.openloop.build_open_loop_job`) give each of the
+    16 lanes the same whole IO/s per direction, so they offer multiples of 16 IO/s: 8 % of a
+    200 IO/s cap, where 0.9x and 1.0x of an answer could offer the same rate.  Here the lanes
+    differ by at most 1 IO/s (sections of the same reporting group): the same Poisson arrivals
+    from the same 16 psync lanes, at the rate asked.
+    """
+    totals = [round(rate * (1 - w.write_ratio)), round(rate * w.write_ratio)]
+    if any(0 < t < LANES for t in totals):  # a lane at 0 IO/s would run unlimited
+        raise SystemExit(f"{rate} IO/s of {w.write_ratio:.0%} writes gives a direction under {LANES} IO/s")
+    groups: dict[tuple[int, int], int] = {}
+    for lane in range(LANES):
+        key = tuple(t // LANES + (lane < t % LANES) for t in totals)
+        groups[key] = groups.get(key, 0) + 1  # type: ignore[index]
+    sections = {}
+    for k, ((reads, writes), n) in enumerate(sorted(groups.items())):
+        limit = f"{reads},{writes}" if reads and writes else str(reads or writes)
+        options = {**workload_options(w), "numjobs": str(n), "rate_iops": limit, "rate_process": "poisson"}
+        sections[f"openloop{k}"] = options
+    return render_job(global_options(replace(settings, engine="psync")), sections), float(sum(totals))
 
 
 def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> dict[str, float]:
     """One fio open-loop point as the sweep measures them: Poisson arrivals at ``rate`` IO/s in
-    all from 16 psync lanes, at the open-loop sweep's real-time priority."""
-    fields = parse_mix(mix)
-    w = Workload(queue_depth=1, numjobs=LANES, **fields)
-    settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
-    prefix = realtime_prefix()[0]
-    row, _ = measure_open_point(w, max(int(round(rate)), LANES), settings,
-                                lambda job, **kw: run_fio(job, prefix=prefix, **kw))
+    all from 16 psync lanes, at the open-loop sweep's real-time priority (:func:`exact_job`)."""
+    w = Workload(queue_depth=1, numjobs=LANES, **parse_mix(mix))
+    asked = max(int(round(rate)), LANES)
+    settings = JobSettings(
+        target=target, engine="psync", size=size, runtime_ms=point_runtime_ms(asked, runtime_ms)
+    )
+    job, offered = exact_job(w, asked, settings)
+    text = run_fio(job, prefix=realtime_prefix()[0], timeout=settings.runtime_ms / 1000 + 120)
+    row = parse_fio_document(load_fio_json(text, source="validation point"), source="validation point")[0].row
     return {
+        "offered": offered,
         "iops": float(row["iops"]),
         "mean": float(row["latency_mean_us"]),
         "p99": float(row["latency_p99_us"]),
@@ -115,12 +170,14 @@ def _spread(values: np.ndarray) -> float:
     return float(deviation * np.sqrt(len(values) / (len(values) - 1)))
 
 
-def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, ...]) -> list[dict[str, Any]]:
+def validate_device(
+    datadir: DataDir, target: str, size: int, mixes: tuple[str, ...], targets: tuple[float, float, float]
+) -> list[dict[str, Any]]:
     """Every mix and target: the prediction and the three (plus repeated) fio points."""
     rows = []
     registry = ModelRegistry(datadir)
     for mix in mixes:
-        for slo_text in targets_of(datadir, mix):
+        for slo_text in targets_of(datadir, mix, *targets):
             slo = parse_slo(slo_text)
             stat = slo.targets[0].statistic
             limit = slo.targets[0].limit_us
@@ -146,7 +203,8 @@ def validate_device(datadir: DataDir, target: str, size: int, mixes: tuple[str, 
                     for _ in range(1 + (REPEATS if f == 1.0 else 0))
                 ]
                 row[f"x{f}"] = runs[0][stat]
-                row[f"served{f}"] = runs[0]["iops"] / (f * a.iops)
+                row[f"offered{f}"] = runs[0]["offered"] / a.iops
+                row[f"served{f}"] = runs[0]["iops"] / runs[0]["offered"]
                 if f == 1.0:
                     row["floor"] = _spread(np.array([r[stat] for r in runs]))
                     row["served_floor"] = _spread(np.array([r["iops"] for r in runs]))
@@ -169,7 +227,7 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
     )
     print(
         f"  {'mix':44s} {'target':16s} {'IO/s':>9s} {'util':>6s} {'0.9x':>6s} {'1.0x':>6s} {'1.1x':>6s}"
-        f" {'served':>16s} {'floor':>6s}"
+        f" {'served':>16s} {'floor':>6s} {'offered at 0.9/1.0/1.1x':>24s}"
     )
     strict, backlog, within, within_limited, floors, served_floors = [], [], [], [], [], []
     for r in rows:
@@ -186,9 +244,11 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
         floors.append(r["floor"])
         served_floors.append(r["served_floor"])
         served = "/".join(f"{r[f'served{f}']:.2f}" for f in FACTORS)
+        offered = "/".join(f"{r[f'offered{f}']:.3f}" for f in FACTORS)
         print(
             f"  {r['mix'][:44]:44s} {r['slo']:16s} {r['iops']:9,.0f} {r['utilisation']:5.0%}{r['outcome'][0]}"
             f" {ratio[0.9]:6.2f} {ratio[1.0]:6.2f} {ratio[1.1]:6.2f} {served:>16s} {r['floor']:6.1%}"
+            f" {offered:>24s}"
         )
     if strict:
         n, k = len(backlog), len(within_limited)
@@ -202,8 +262,15 @@ def print_table(name: str, rows: list[dict[str, Any]]) -> None:
         )
 
 
-def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256) -> list[dict[str, Any]]:
-    """Make, sweep, train and validate one reference device; always destroyed after."""
+def one_reference(
+    kind: str, iops: int | None, quick: bool, size_mib: int = 256, overrides: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Make, sweep, train and validate one reference device; always destroyed after.
+
+    ``overrides``: ``targets`` (a TARGETS entry) and ``open_loop`` (fractions) in place of the kind's;
+    ``keep_home``: a folder to copy the data directory to before it is removed.
+    """
+    overrides = overrides or {}
     home = Path(tempfile.mkdtemp(prefix="bench-capacity-ref-"))
     datadir = DataDir(home)
     ref = create_reference(datadir, kind, size_mib << 20, iops)
@@ -215,7 +282,9 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
     )
     try:
         env = fio_wrapper(home)
-        plan = {**(QUICK if quick else SWEEP), "sizes": SIZES[kind]}
+        plan = {**(QUICK if quick else SWEEP), **PER_KIND[kind]}
+        if "open_loop" in overrides:
+            plan["open_loop"] = overrides["open_loop"]
         sweep = (
             "sweep",
             "--device",
@@ -243,13 +312,23 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
             f"{size_mib - 16}MiB",
         )
         run_cli(home, {}, *sweep)  # closed loop at normal priority (see bench/trace_reference.py)
-        run_cli(home, env, *sweep, "--open-loop", plan["open_loop"])
+        run_cli(
+            home,
+            env,
+            *sweep,
+            "--open-loop",
+            plan["open_loop"],
+            "--open-loop-requests",
+            plan["open_loop_requests"],
+        )
         run_cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", "10")
         print(f"  swept and trained in {time.time() - t0:.0f} s", flush=True)
         old = os.environ.get("SSDPREDICT_FIO")
         os.environ.update(env)  # the validation points at real-time priority too, as the open-loop sweep
         try:
-            rows = validate_device(datadir, ref.path, (size_mib - 16) << 20, MIXES[kind])
+            rows = validate_device(
+                datadir, ref.path, (size_mib - 16) << 20, MIXES[kind], overrides.get("targets", TARGETS[kind])
+            )
         finally:
             if old is None:
                 os.environ.pop("SSDPREDICT_FIO", None)
@@ -259,17 +338,30 @@ def one_reference(kind: str, iops: int | None, quick: bool, size_mib: int = 256)
         return rows
     finally:
         destroy_reference(datadir, ref.path)
+        if overrides.get("keep_home"):  # the sweep, model and catalog, for a diagnosis afterwards
+            kept = Path(overrides["keep_home"]) / f"{kind}-{iops or 0}"
+            shutil.copytree(home, kept, dirs_exist_ok=True)
+            print(f"  data directory kept in {kept}")
         shutil.rmtree(home, ignore_errors=True)
 
 
-def validate(quick: bool = False, throttled: int | None = None, zram: bool = True,
-             json_path: Path | None = None) -> None:
+def validate(
+    quick: bool = False,
+    throttled: int | None = None,
+    zram: bool = True,
+    json_path: Path | None = None,
+    throttled_overrides: dict[str, Any] | None = None,
+    keep_home: Path | None = None,
+) -> None:
     """The zram reference (unless ``zram`` is False), then the throttled one at ``throttled`` IO/s
-    if given; every row to ``json_path`` if given."""
+    if given (with ``throttled_overrides``, see :func:`one_reference`); every row to ``json_path``
+    if given."""
     rows = {}
     if zram:
-        rows["zram"] = one_reference("zram", None, quick)
+        rows["zram"] = one_reference("zram", None, quick, overrides={"keep_home": keep_home})
     if throttled:
-        rows[f"throttled {throttled}"] = one_reference("throttled", throttled, quick)
+        rows[f"throttled {throttled}"] = one_reference(
+            "throttled", throttled, quick, overrides=throttled_overrides
+        )
     if json_path is not None:
         json_path.write_text(json.dumps(rows, indent=1, default=float))

@@ -78,7 +78,7 @@ def refit(model: DeviceModel, w: np.ndarray, ys: dict[str, np.ndarray]) -> Devic
     codes = region_codes(w)
     specs: dict[str, MetricSpec] = {}
     for metric, spec in model.specs.items():
-        target = ys[metric] / ys["latency_mean_us"] if spec.mode == "ratio" else ys[metric]
+        y, mean = ys[metric], ys.get("latency_mean_us")
         scopes: dict[str, ScopeModel] = {}
         for name, sm in spec.scopes.items():
             # a region model that ``auto`` does not route to answers nothing here: not refitted
@@ -87,8 +87,10 @@ def refit(model: DeviceModel, w: np.ndarray, ys: dict[str, np.ndarray]) -> Devic
             rows = np.ones(len(w), dtype=bool) if name == "global" else codes == REGION_NAMES.index(name)
             if not rows.any():
                 continue
+            # a ratio's members learn the ratio to the mean latency, a blend's each its own target
             members = [
-                (fs, clone(est).fit(compute_features(w[rows], fs), target[rows])) for fs, est in sm.members
+                (fs, clone(est).fit(compute_features(w[rows], fs), spec.member_target(i, y, mean)[rows]))
+                for i, (fs, est) in enumerate(sm.members)
             ]
             scopes[name] = dataclasses.replace(
                 sm, members=members, lo=w[rows].min(axis=0), hi=w[rows].max(axis=0), runners=[], _bounds=None

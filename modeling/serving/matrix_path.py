@@ -19,7 +19,7 @@ import numpy as np
 from modeling.serving.physics.extrapolation import stretch, widen
 from modeling.serving.feature_lookup import FeatureLookup, RowsOf, RungFeatures, WorkloadFeatures
 from modeling.serving.physics.ladder import LOAD_LAWS, Ladder, ladder, needed_rungs, settle
-from modeling.serving.metric_models import ModelSet, ScopeModel, derive_metric
+from modeling.serving.metric_models import MEAN_MODES, ModelSet, ScopeModel, derive_metric
 from modeling.serving.physics.laws import apply_physics, needed_metrics
 from modeling.workload import METRICS
 from modeling.workload_matrix import FIELD_INDEX, region_codes
@@ -138,10 +138,10 @@ def _predict_metric(metric: str, ctx: _Context) -> tuple[np.ndarray, Any, np.nda
             names[rows] = scope
     if spec.mode == "derived":
         value = derive_metric(metric, value, w) * factor
-    elif spec.mode == "ratio":
-        # the model predicts the ratio to the mean latency (tail / mean)
+    elif spec.mode in MEAN_MODES:
+        # the model predicts the ratio to the mean latency (tail / mean), or a blend's share of it
         mean, _, mean_extrap, _ = _predict_metric("latency_mean_us", ctx)
-        value = value * mean
+        value = value * (mean if spec.mean_power == 1.0 else mean**spec.mean_power)
         extrap = extrap | mean_extrap
     ctx.done[metric] = (value, q, extrap, names)
     return ctx.done[metric]

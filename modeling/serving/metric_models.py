@@ -3,8 +3,9 @@
 A metric has a ``global`` scope model and, where a region had enough data, one per
 workload region.  It is either ``direct`` (its own estimators), ``derived`` from the IOPS
 prediction by physics (:func:`derive_metric`: bandwidth = IOPS x mean request size, and
-Little's law, mean latency = outstanding I/O / IOPS), or a ``ratio`` (tail latency as a
-learned multiple of the mean latency).
+Little's law, mean latency = outstanding I/O / IOPS), a ``ratio`` (tail latency as a
+learned multiple of the mean latency), or a ``blend`` (the tail guard's geometric blend of a
+ratio model and a direct model, :mod:`modeling.training.tail_guard`).
 """
 
 from __future__ import annotations
@@ -109,9 +110,31 @@ class MetricSpec:
     """How one metric is predicted."""
 
     metric: str
-    mode: str  # "direct", "derived" (from IOPS) or "ratio" (tail latency = ratio x mean latency)
+    mode: str  # "direct", "derived" (from IOPS), "ratio" (tail latency = ratio x mean latency) or "blend"
     scopes: dict[str, ScopeModel]
     auto_regions: frozenset[str] = frozenset()
+    mean_power: float = 1.0
+    """A ``ratio`` or ``blend``: the answer is the scope model's value x the mean latency to this power.
+
+    A ratio's is 1.  A blend's global scope holds the members of a ratio model (weighted
+    ``a``) and of a direct model (weighted ``1 - a``), so its value is ``(ratio)^a x
+    (direct)^(1 - a)`` and the answer ``(ratio x mean)^a x (direct)^(1 - a)``: its power is ``a``."""
+    ratio_members: int | None = None
+    """A blend: how many of its global scope's leading members predict the ratio to the mean latency
+    (the others the percentile itself).  None: every member predicts the scope's own target."""
+
+    def member_target(self, i: int, y: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        """What member ``i`` of the global scope learns, from the percentile ``y`` and the mean latency.
+
+        A direct model's members the metric itself; a ratio's the ratio to the mean; a blend's
+        ratio members the ratio and its direct members the percentile (a scope whose members
+        all learn the blend's share, as a transfer's, the percentile over the mean to its power).
+        """
+        if self.mode not in MEAN_MODES:
+            return y
+        if self.ratio_members is None:
+            return y / (mean if self.mean_power == 1.0 else mean**self.mean_power)
+        return y / mean if i < self.ratio_members else y
 
     def scope_for(self, code: int, model: str, device: str, metric: str) -> str:
         """The scope model that answers for workloads of region ``code`` under the choice ``model``.
@@ -122,7 +145,7 @@ class MetricSpec:
         no region models at all (the tail guard serves its plain model globally,
         :mod:`modeling.training.tail_guard`), answer every region with the global model.
         """
-        global_only = self.mode == "ratio" or (len(self.scopes) == 1 and self.metric in PERCENTILE_ORDER)
+        global_only = self.mode in MEAN_MODES or (len(self.scopes) == 1 and self.metric in PERCENTILE_ORDER)
         if model == "global" or (model not in self.scopes and global_only):
             # a global-only model answers every region; the answer names the model it used
             return "global"
@@ -171,6 +194,9 @@ def derive_from_iops(metric: str, iops: np.ndarray, size: Any, oio: Any) -> np.n
         return oio / np.maximum(iops, 1e-9) * 1e6
     raise ValueError(f"{metric} cannot be derived from IOPS")
 
+
+MEAN_MODES = ("ratio", "blend")
+"""Modes whose answer is the scope model's value times a power of the mean latency (global only)."""
 
 DERIVABLE = ("bandwidth_mib_s", "latency_mean_us")
 """Metrics that :func:`derive_metric` can derive from IOPS."""

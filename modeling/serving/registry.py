@@ -36,7 +36,7 @@ import numpy as np
 from modeling.derived.model import DerivedModel
 from modeling.derived.store import VERSION_PREFIX, derived_devices, derived_parts
 from modeling.serving.device_model import DeviceModel
-from modeling.serving.metric_models import MetricSpec, ScopeModel
+from modeling.serving.metric_models import MEAN_MODES, MetricSpec, ScopeModel
 from modeling.serving.physics.limits import PhysicsLimits
 from modeling.serving.model_cache import ModelCache
 from modeling.errors import CorruptModel, NoModel, NotFound
@@ -82,6 +82,9 @@ def encode_model(model: DeviceModel) -> tuple[dict[str, Any], dict[str, bytes]]:
                 "weights": sm.weights,
             }
         metrics[metric] = {"mode": spec.mode, "auto_regions": sorted(spec.auto_regions), "scopes": scopes}
+        if spec.mode == "blend":
+            metrics[metric]["mean_power"] = float(spec.mean_power)
+            metrics[metric]["ratio_members"] = spec.ratio_members
     doc: dict[str, Any] = {"metrics": metrics, "data_regions": sorted(model.data_regions)}
     if model.limits is not None:
         doc["physics"] = model.limits.to_json()
@@ -95,7 +98,7 @@ def decode_model(
     try:
         specs: dict[str, MetricSpec] = {}
         for metric, m in doc["metrics"].items():
-            if metric not in SERVED_METRICS or m["mode"] not in ("direct", "derived", "ratio"):
+            if metric not in SERVED_METRICS or m["mode"] not in ("direct", "derived", *MEAN_MODES):
                 raise CorruptModel(f"unknown metric or mode in model file: {metric!r}")
             scopes = {}
             for scope, s in m["scopes"].items():
@@ -121,10 +124,10 @@ def decode_model(
             auto = frozenset(m["auto_regions"])
             if "global" not in scopes or not auto <= set(scopes):
                 raise CorruptModel(f"model file lacks the global model of {metric}")
-            specs[metric] = MetricSpec(metric, m["mode"], scopes, auto)
+            specs[metric] = MetricSpec(metric, m["mode"], scopes, auto, *_blend_of(m, scopes["global"]))
         if any(s.mode == "derived" for s in specs.values()) and specs.get("iops", None) is None:
             raise CorruptModel("derived metrics without an IOPS model")
-        if any(s.mode == "ratio" for s in specs.values()) and specs.get("latency_mean_us", None) is None:
+        if any(s.mode in MEAN_MODES for s in specs.values()) and specs.get("latency_mean_us", None) is None:
             raise CorruptModel("a latency ratio model without a mean latency model")
         regions = frozenset(doc["data_regions"])
         if not regions <= set(REGION_NAMES):
@@ -136,6 +139,19 @@ def decode_model(
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptModel(f"model file does not match the schema: {exc!r}") from exc
     return DeviceModel(device, version, specs, regions, manifest, limits)
+
+
+def _blend_of(m: Any, sm: ScopeModel) -> tuple[float, int | None]:
+    """A blend's power of the mean latency (in (0, 1)) and its ratio members; a ratio's 1 and None."""
+    if m["mode"] != "blend":
+        return 1.0, None
+    power = float(m["mean_power"])
+    if not 0.0 < power < 1.0:
+        raise CorruptModel("bad mean latency power of a blend in model file")
+    k = m.get("ratio_members")
+    if k is not None and not (isinstance(k, int) and 0 < k < len(sm.members)):
+        raise CorruptModel("bad ratio members of a blend in model file")
+    return power, k
 
 
 def _blend_weights(raw: Any, n: int) -> list[float] | None:

@@ -29,7 +29,7 @@ from modeling.serving.physics.ladder import (
     needed_rungs_row,
     settle_row,
 )
-from modeling.serving.metric_models import ModelSet, ScopeModel, derive_from_iops
+from modeling.serving.metric_models import MEAN_MODES, ModelSet, ScopeModel, derive_from_iops
 from modeling.serving.physics.laws import apply_physics_row, needed_metrics
 from modeling.workload import region_code
 from modeling.workload_matrix import FIELD_INDEX as _F
@@ -128,9 +128,10 @@ def _metric_row(metric: str, st: _RowState, on_ladder: bool) -> tuple[np.ndarray
         depths = st.ladder.depths if on_ladder and st.ladder else [ev[_QD]]
         loads = np.array([d * ev[_NJ] for d in depths])
         value = derive_from_iops(metric, value, mean_request_size_row(ev), loads) * factor
-    elif spec.mode == "ratio":
+    elif spec.mode in MEAN_MODES:
         mean = _metric_row("latency_mean_us", st, False)
-        value, extrap = value * mean[0][-1], extrap or mean[2]
+        factor = mean[0][-1] if spec.mean_power == 1.0 else mean[0][-1] ** spec.mean_power
+        value, extrap = value * factor, extrap or mean[2]
     st.done[metric] = (value, q, extrap, scope)
     return st.done[metric]
 

@@ -15,6 +15,7 @@ measurement will land, noise included.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.serving.device_model import DeviceModel
-from modeling.serving.metric_models import DERIVABLE, MetricSpec, ScopeModel, derive_metric
+from modeling.serving.metric_models import DERIVABLE, MEAN_MODES, MetricSpec, ScopeModel, derive_metric
 from modeling.workload_matrix import region_codes, workload_matrix
 from modeling.errors import NoData
 from modeling.estimators.families import make_estimator
@@ -58,10 +59,13 @@ from modeling.training.tail_guard import (
     GUARDED,
     KNEE,
     UNFOLLOWED,
+    TAIL_BLEND,
     TAIL_GUARDS,
-    advantage,
-    keep_rules,
+    blend,
+    blend_scope,
+    choose_weight,
     knee_share,
+    options,
     plain_selection,
     unscaled,
 )
@@ -235,6 +239,8 @@ class _Fit:
     ratio_oof: np.ndarray | None = None
     # per percentile, paired standard errors the tail rules must win by over the plain model (None: no guard)
     tail_guard: dict[str, float] | None = None
+    # a percentile the guard blended from a ratio: the plain model's out-of-fold predictions, the weight
+    blend_plain: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
 
     def step(self, message: str) -> None:
         """Report one selection call done."""
@@ -262,9 +268,9 @@ def fit_device_model(
     cross-validation chooses per metric.  Explicit ``candidates`` are used as given, not
     tuned.  ``tail_guard``: the latency percentiles fall back to a plain log-target
     XGBoost unless their rules beat it by this many paired standard errors
-    (:mod:`modeling.training.tail_guard`); None means :data:`TAIL_GUARDS` with the default
-    candidates and no guard with explicit ones (``-inf`` records the comparison and always
-    keeps the rules).
+    (:mod:`modeling.training.tail_guard`: or a blend of the two, :data:`TAIL_BLEND`); None
+    means :data:`TAIL_GUARDS` with the default candidates and no guard with explicit ones
+    (``-inf`` records the comparison and always keeps the rules, unblended).
     """
     start = time.monotonic()
     w_runs, ys_runs, runs = training_rows(frame)
@@ -353,9 +359,11 @@ def _served_oof(fit: _Fit) -> dict[str, np.ndarray]:
         if metric not in fit.specs:  # the data did not have it (training covers what it has)
             continue
         spec = fit.specs[metric]
-        if spec.mode == "ratio":
+        if spec.mode in MEAN_MODES:
             assert fit.ratio_oof is not None
             served[metric] = fit.ratio_oof * served["latency_mean_us"]
+            if spec.mode == "blend":
+                served[metric] = blend(served[metric], *fit.blend_plain[metric])
             continue
         oof = fit.final_oof[metric].copy()
         for region in spec.auto_regions:
@@ -382,7 +390,11 @@ def _served_metric(fit: _Fit, metric: str) -> np.ndarray:
 
 
 def _guard_tail(fit: _Fit, metric: str) -> None:
-    """A latency percentile served by the plain log-target model unless its rules clearly beat it."""
+    """A latency percentile served by the plain log-target model unless its rules clearly beat it.
+
+    Or, where :data:`TAIL_BLEND` allows, by a geometric blend of the two
+    (:func:`~modeling.training.tail_guard.choose_weight`).
+    """
     if fit.tail_guard is None or metric not in GUARDED or metric not in fit.specs:
         return
     y = fit.ys[metric]
@@ -390,32 +402,93 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
     # on the training's own features (a user who asked for the basic set gets no extended model)
     scaled = plain_selection(fit.w, y, fit.splits, fit.per_call, fit.cands[0].feature_set)
     raw = unscaled(scaled, y)
-    # the comparison is with the plain model as it would be served (with its multiplier or not)
-    z_scaled, z_raw = advantage(rules, scaled.oof, y), advantage(rules, raw.oof, y)
-    plain, z = (scaled, z_scaled) if FALLBACK_MULTIPLIER[metric] else (raw, z_raw)
+    # the comparison is with the plain model as it would be served (with its multiplier or not);
+    # the bench judges both, and every blend, leave one device out
+    scored = {"scaled": options(rules, scaled.oof, y), "raw": options(rules, raw.oof, y)}
+    kind = "scaled" if FALLBACK_MULTIPLIER[metric] else "raw"
+    plain = scaled if FALLBACK_MULTIPLIER[metric] else raw
     threshold = fit.tail_guard[metric]
-    keep = keep_rules(z, threshold)
+    # -inf keeps the rules alone (the bench's reference: it judges the blends itself)
+    weight = choose_weight(scored[kind], threshold, TAIL_BLEND[metric] and threshold > -math.inf)
+    z = scored[kind][1.0][1]
     info = {
         "plain": plain.name,
         "plain_cv_mre": plain.mre,
+        "plain_cv_mre_scaled": scaled.mre,
+        "plain_cv_mre_raw": raw.mre,
         "plain_multiplier": plain.scale,
         "rules_cv_mre": _mre(rules, y),
         # JSON has no infinity: a gain with no spread at all is reported as +-1e6
-        "advantage_se": float(np.clip(z, -1e6, 1e6)),
+        "advantage_se": _finite(z),
         # over the plain model with and without its multiplier (the bench judges both)
-        "advantage_scaled_se": float(np.clip(z_scaled, -1e6, 1e6)),
-        "advantage_raw_se": float(np.clip(z_raw, -1e6, 1e6)),
-        "threshold": float(np.clip(threshold, -1e6, 1e6)),
-        "kept": keep,
+        "advantage_scaled_se": _finite(scored["scaled"][1.0][1]),
+        "advantage_raw_se": _finite(scored["raw"][1.0][1]),
+        # per blend weight of the rules: [CV MRE, advantage over the plain model in SE]
+        "blends": {
+            k: {f"{wt:g}": [mre, _finite(a)] for wt, (mre, a) in by.items()} for k, by in scored.items()
+        },
+        "threshold": _finite(threshold),
+        "weight": weight,
+        "kept": weight == 1.0,
     }
-    fit.step(f"{metric}: rules {'kept' if keep else 'fall back to ' + plain.name} ({z:+.2f} SE over plain)")
-    if keep:
+    served = {1.0: "rules kept", 0.0: f"fall back to {plain.name}"}.get(weight, f"blend {weight:g} rules")
+    fit.step(f"{metric}: {served} ({z:+.2f} SE over plain)")
+    if weight == 1.0:
         fit.report[metric]["tail_guard"] = info
         return
-    spec, entry = _fit_direct(fit, metric, plain, regions=False)
-    entry["global"]["cv_fold_std"] = fold_spread(plain.oof, y, fit.splits)
+    if weight == 0.0:
+        spec, entry = _fit_direct(fit, metric, plain, regions=False)
+        entry["global"]["cv_fold_std"] = fold_spread(plain.oof, y, fit.splits)
+    else:
+        spec, entry = _blend_spec(fit, metric, plain, weight)
     fit.specs[metric] = spec
     fit.report[metric] = {**entry, "tail_guard": info}
+
+
+def _finite(x: float) -> float:
+    return float(np.clip(x, -1e6, 1e6))
+
+
+def _blend_spec(fit: _Fit, metric: str, plain: Selection, weight: float) -> tuple[MetricSpec, dict[str, Any]]:
+    """The rules' spec blended with the plain model (``rules ** weight x plain ** (1 - weight)``).
+
+    A ratio becomes a ``blend`` (the mean latency to the power ``weight``); a direct model
+    stays direct, each of its scopes blended with the plain global model.  The out-of-fold
+    predictions follow, so the served ones (:func:`_served_oof`) are the blend's.
+    """
+    w, y = fit.w, fit.ys[metric]
+    rules = fit.specs[metric]
+    entry = dict(fit.report[metric])
+    plain_scope = _scope("global", plain, w, y, float("nan"))
+    scopes = {}
+    for name, sm in rules.scopes.items():
+        mask = None if name == "global" else fit.region_masks[name]
+        if mask is None:
+            oof = blend(fit.final_oof[metric], plain.oof, weight)
+            fit.final_oof[metric] = oof
+        else:
+            rsel = fit.region_sel[(metric, name)]
+            oof = blend(rsel.oof, plain.oof[mask], weight)
+            fit.region_sel[(metric, name)] = replace(rsel, oof=oof)
+        truth = y if mask is None else y[mask]
+        scopes[name] = blend_scope(sm, plain_scope, weight, fit.runs.q(oof, metric, mask), _mre(oof, truth))
+    if rules.mode == "ratio":
+        fit.blend_plain[metric] = (plain.oof, weight)
+        spec = MetricSpec(
+            metric, "blend", scopes, rules.auto_regions, mean_power=weight,
+            ratio_members=len(rules.scopes["global"].members),
+        )
+    else:
+        spec = MetricSpec(metric, rules.mode, scopes, rules.auto_regions)
+    entry["mode"] = spec.mode
+    entry["global"] = {
+        **entry["global"],
+        "estimator": f"{weight:g} x ({entry['global']['estimator']}) + {1 - weight:g} x {plain.name}",
+        "cv_mre": _mre(fit.final_oof[metric], y),
+        "blend": {"weight": weight, "plain": _describe(plain)},
+    }
+    entry["global"]["cv_fold_std"] = fold_spread(fit.final_oof[metric], y, fit.splits)
+    return spec, entry
 
 
 def _widen_bimodal(fit: _Fit) -> None:

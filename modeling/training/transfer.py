@@ -22,7 +22,7 @@ from modeling.estimators.families import make_estimator
 from modeling.estimators.relative import RelativeFitnessModel, reference_function
 from modeling.features import compute_features
 from modeling.serving.device_model import DeviceModel
-from modeling.serving.metric_models import MetricSpec, ScopeModel, derive_metric
+from modeling.serving.metric_models import MEAN_MODES, MetricSpec, ScopeModel, derive_metric
 from modeling.serving.registry import read_model
 from modeling.store import DataDir, ModelVersion
 from modeling.store.names import validate_name
@@ -131,11 +131,14 @@ def fit_transfer_model(
                 "estimator": "derived from iops", "feature_set": "extended", "cv_mre": _mre(pred, ys[metric]),
                 "cv_fold_std": 0.0}}
             continue
-        if mode == "ratio" and "latency_mean_us" not in ys:
+        if mode in MEAN_MODES and "latency_mean_us" not in ys:
             continue
-        factor = ys["latency_mean_us"] if mode == "ratio" else np.ones(len(w))
+        # a ratio's (a blend's) reference predicts the percentile over the mean (to its power)
+        power = ref.specs[metric].mean_power
+        factor = ys["latency_mean_us"] ** power if mode in MEAN_MODES else np.ones(len(w))
         scope, entry = _transfer_metric(metric, ref, Xe, w, ys[metric] / factor, ys[metric], factor)
-        specs[metric] = MetricSpec(metric, mode if mode == "ratio" else "direct", {"global": scope})
+        specs[metric] = MetricSpec(metric, mode if mode in MEAN_MODES else "direct", {"global": scope},
+                                   mean_power=power if mode in MEAN_MODES else 1.0)
         report[metric] = {"mode": specs[metric].mode, **entry}
     if not specs:
         raise NoData(f"reference {ref.device!r} models none of the metrics measured on {device!r}")

@@ -152,7 +152,7 @@ def search_capacity(mc: MixCurves, i: int, slo: Slo, interval: bool = True) -> C
     elif v.outcome == "measured":
         notes.append(f"meets {slo} up to {v.iops:,.0f} IO/s ({v.iops / cap:.0%} of capacity), the fastest"
                      " open-loop rate measured at this mix; above it nothing was measured (sweep open-loop"
-                     " points nearer saturation, e.g. --open-loop 0.1,0.3,0.6,0.9,0.95,1.2)")
+                     " points nearer saturation, e.g. --open-loop 0.1,0.3,0.6,0.8,0.9,0.95,1.2)")
     elif v.outcome == "never":
         stats = ", ".join(f"{t.statistic} {format_us(float(v.at.column(t.column)[0]), 3)}"
                           for t in slo.targets)
