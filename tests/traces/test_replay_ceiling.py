@@ -126,3 +126,27 @@ def test_per_window_ceilings_cap_each_window_as_one_number_would() -> None:
     assert both["saturated"].tolist() == [False, False, True]
     with pytest.raises(InvalidInput, match="ceiling"):
         predict_open_loop(dev, win, LOADS, ceiling=np.array([1.0, 0.0, 1.0]))
+
+
+def test_a_capacity_point_served_in_full_caps_nothing_and_corrects_nothing(tmp_path: Path) -> None:
+    d = DataDir(tmp_path / "home")
+    d.catalog.ensure_device("dev")
+    rows = _rows(MIB, 10_000.0)
+    d.catalog.add_measurements("dev", rows)
+    fio = [r for r in rows if "offered_iops" in r]
+    d.catalog.add_measurements("dev", [*fio, _replayed(MIB, 10_000.0, 9_900.0)])
+    model = FakeMMcDevice(5_000.0, 2)
+    src = device_source(d, "dev", model)
+    assert src.replay is not None and src.ceilings(window_table([1.0])).tolist() == pytest.approx([0.99])
+    # the correction is the fio points' alone: the same as without the replay row
+    d2 = DataDir(tmp_path / "home2")
+    d2.catalog.ensure_device("dev")
+    d2.catalog.add_measurements("dev", rows)
+    d2.catalog.add_measurements("dev", fio)
+    win = window_table([3000.0]).assign(request_size=MIB, read_size=MIB, write_size=MIB)
+    pred = predict_open_loop(model, win, LOADS)
+    without = device_source(d2, "dev", model).correction
+    assert src.correction is not None and without is not None
+    assert src.correction.factors(win, pred, None)[0].tolist() == pytest.approx(
+        without.factors(win, pred, None)[0].tolist()
+    )

@@ -200,6 +200,8 @@ def learn_correction(
     """Fit the correction from open-loop points (rows with ``offered_iops``); None without any."""
     pts = open_loop_rows(points)
     pts = pts[(pts["latency_mean_us"] > 0) & (pts["latency_p99_us"] > 0)]
+    if "open_loop_method" in pts:  # the replay path's capacity points (traces.predict.ceiling)
+        pts = pts[pts["open_loop_method"].fillna("fio") != "replay"]
     if "iops" in pts:
         pts = pts[~(pts["iops"] < MIN_SERVED * pts[OFFERED])]
     rare = transient(pts)

@@ -41,7 +41,7 @@ from traces.replay.run import replay
 from traces.synthetic import SyntheticSpec, write_synthetic
 
 # Offered this many times the model's capacity, the lanes never sleep: they issue back to back
-# (collectors.plans.for_trace.OVERLOAD, the rate sweep --for-trace offers its capacity points)
+# (as sweep --for-trace offers its capacity points: collectors.plans.for_trace.OVERLOAD)
 OVERLOAD = 3.0
 # a capacity point replays this long, or fewer requests than MAX_REQUESTS
 POINT_S = 1.0
