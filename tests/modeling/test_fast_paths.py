@@ -73,6 +73,20 @@ def _workloads(n: int = 200, seed: int = 5) -> np.ndarray:
     return np.column_stack([w, w[:, 2], w[:, 2], w[:, 3], w[:, 3]])
 
 
+def assert_row_path_equals_matrix_path(model: DeviceModel, w: np.ndarray, step: int) -> None:
+    """Every ``step``-th workload's single-row answer equals its matrix answer, for every scope choice."""
+    choices = ["auto", "global"] + [r for r in REGION_NAMES if r in model.specs["iops"].scopes]
+    for choice in choices:
+        batch = model.predict_matrix(w, model=choice)
+        for i in range(0, len(w), step):
+            row = model.predict_row(w[i].tolist(), model=choice)
+            for metric, (value, lower, upper, extrap, scope) in row.items():
+                bv, bl, bu, be, bs = (a[i] for a in batch[metric])
+                assert (scope, extrap) == (bs, be), (choice, metric, i)
+                # equal up to float summation order (a Gaussian process sums its kernel by BLAS)
+                np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
+
+
 def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> None:
     w = _workloads()
     limits = family_model.limits
@@ -80,16 +94,7 @@ def test_device_row_path_equals_the_matrix_path(family_model: DeviceModel) -> No
     # the rows go beyond the measured load and size, where the physics extends the models
     assert (outstanding_io(w) > limits.max_outstanding).any()
     assert (w[:, WORKLOAD_FIELDS.index("request_size")] > limits.hi[2]).any()
-    choices = ["auto", "global"] + [r for r in REGION_NAMES if r in family_model.specs["iops"].scopes]
-    for choice in choices:
-        batch = family_model.predict_matrix(w, model=choice)
-        for i in range(0, len(w), 5):
-            row = family_model.predict_row(w[i].tolist(), model=choice)
-            for metric, (value, lower, upper, extrap, scope) in row.items():
-                bv, bl, bu, be, bs = (a[i] for a in batch[metric])
-                assert (scope, extrap) == (bs, be), (choice, metric, i)
-                # equal up to float summation order (a Gaussian process sums its kernel by BLAS)
-                np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
+    assert_row_path_equals_matrix_path(family_model, w, step=5)
     for i in range(0, len(w), 7):  # a subset of metrics: the laws' dependencies computed apart
         for metric in SERVED_METRICS:
             one = family_model.predict_row(w[i].tolist(), metrics=[metric])

@@ -24,10 +24,10 @@ from modeling.serving.registry import ModelRegistry, decode_model, save_model
 from modeling.training import tail_guard
 from modeling.training.fit import fit_device_model, median_by_workload
 from modeling.training.tail_guard import BLEND_WEIGHTS, GUARDED, blend, choose_weight
-from modeling.workload import METRICS, PERCENTILE_METRICS, REGION_NAMES, SERVED_METRICS
+from modeling.workload import METRICS, PERCENTILE_METRICS, SERVED_METRICS
 from modeling.workload_matrix import workload_matrix
 from tests.modeling.conftest import fast_candidates, synthetic_rows
-from tests.modeling.test_fast_paths import _workloads
+from tests.modeling.test_fast_paths import _workloads, assert_row_path_equals_matrix_path
 from tests.modeling.test_percentile_ladder import known_tail
 
 P99 = "latency_p99_us"
@@ -147,15 +147,7 @@ def test_a_blend_leaves_iops_bandwidth_and_mean_latency_alone(device, blended):
 def test_both_serving_paths_answer_a_blend_alike(blended):
     model, _ = blended
     w = _workloads(120, seed=13)
-    choices = ["auto", "global"] + [r for r in REGION_NAMES if r in model.specs["iops"].scopes]
-    for choice in choices:
-        batch = model.predict_matrix(w, model=choice)
-        for i in range(0, len(w), 3):
-            row = model.predict_row(w[i].tolist(), model=choice)
-            for metric, (value, lower, upper, extrap, scope) in row.items():
-                bv, bl, bu, be, bs = (a[i] for a in batch[metric])
-                assert (scope, extrap) == (bs, be), (choice, metric, i)
-                np.testing.assert_allclose([value, lower, upper], [bv, bl, bu], rtol=1e-9)
+    assert_row_path_equals_matrix_path(model, w, step=3)
     assert set(model.metrics) == set(SERVED_METRICS)
 
 
