@@ -103,6 +103,7 @@ def test_the_guard_serves_the_weight_the_inner_cv_chose(device, blended):
         assert plain_only.specs[m].mode != "blend"
 
 
+@pytest.mark.slow  # three trainings: in the slow set (CI runs it)
 def test_a_clearly_better_side_is_served_alone():
     """Where the rules are near exact (the ratio to the mean on a clean known tail) a blend with
     the plain model only adds its error: the inner CV keeps the rules alone; at +inf nothing passes."""
@@ -114,6 +115,7 @@ def test_a_clearly_better_side_is_served_alone():
     assert all(report["metrics"][m]["tail_guard"]["weight"] == 0.0 for m in GUARDED)
 
 
+@pytest.mark.slow  # three trainings: in the slow set (CI runs it)
 def test_a_blend_answers_the_geometric_mean_of_its_parts(device, blended):
     """The ``blend`` spec's answer, before the ladder, is (rules' ratio x mean)^w x plain^(1 - w),
     with the rules' and the plain model's own fits (the rules-only and plain-only trainings)."""
@@ -133,6 +135,7 @@ def test_a_blend_answers_the_geometric_mean_of_its_parts(device, blended):
         np.testing.assert_allclose(got, rules**weight * plain ** (1 - weight), rtol=1e-6)
 
 
+@pytest.mark.slow  # three trainings: in the slow set (CI runs it)
 def test_a_blend_leaves_iops_bandwidth_and_mean_latency_alone(device, blended):
     """The blends are fitted after the metrics they do not guard: those answer exactly as before."""
     model, _ = blended
