@@ -12,6 +12,10 @@ import numpy as np
 import pandas as pd
 
 OFFERED = "offered_iops"
+METHOD = "open_loop_method"
+REPLAYED = "replay"
+"""The :data:`METHOD` of an open-loop row measured through the trace replay path (its capacity,
+:mod:`traces.replay.capacity`) instead of by fio's Poisson jobs."""
 
 
 def open_loop_mask(frame: pd.DataFrame) -> np.ndarray:
@@ -19,6 +23,13 @@ def open_loop_mask(frame: pd.DataFrame) -> np.ndarray:
     if OFFERED not in frame.columns:
         return np.zeros(len(frame), dtype=bool)
     return np.isfinite(pd.to_numeric(frame[OFFERED], errors="coerce").to_numpy(np.float64))
+
+
+def replayed_mask(frame: pd.DataFrame) -> np.ndarray:
+    """Per row: whether it is a replay-path capacity point (:data:`REPLAYED`)."""
+    if METHOD not in frame.columns:
+        return np.zeros(len(frame), dtype=bool)
+    return (frame[METHOD] == REPLAYED).to_numpy(bool)
 
 
 def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:

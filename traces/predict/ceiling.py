@@ -22,11 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from modeling.store.open_loop_rows import closed_loop_rows
-from modeling.workload import KIB, MIB
+from modeling.store.open_loop_rows import closed_loop_rows, replayed_mask
+from traces.predict.engines import kind_words, size_words
 from traces.predict.utilisation import KEY, mix_keys, nearest_mix
-
-METHOD = "replay"  # traces.replay.capacity.METHOD
 
 
 @dataclass(frozen=True)
@@ -49,11 +47,9 @@ class ReplayCeilings:
             self.keys, self.shares, self.served, self.capacity, strict=True
         ):
             if share < 1:
-                size = 2.0**log_size
-                text = f"{size / MIB:g} MiB" if size >= MIB else f"{size / KIB:g} KiB"
-                kind = "reads" if wr == 0 else "writes" if wr == 1 else f"I/Os ({wr * 100:.0f} % writes)"
+                mix = f"{size_words(2.0**log_size)} {kind_words(wr)}"
                 out.append(
-                    f"capacity capped at {share:.0%} of the closed-loop capacity for {text} {kind}: "
+                    f"capacity capped at {share:.0%} of the closed-loop capacity for {mix}: "
                     f"the replay path's own, measured by sweep --for-trace ({served:,.0f} of "
                     f"{cap:,.0f} IO/s)"
                 )
@@ -63,9 +59,7 @@ class ReplayCeilings:
 def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame) -> ReplayCeilings | None:
     """The replay ceilings of a device: ``open_loop`` its newest open-loop rows, ``frame`` all its
     measurements (for the closed-loop capacities); None without a replay capacity row."""
-    if open_loop.empty or "open_loop_method" not in open_loop:
-        return None
-    replayed = open_loop["open_loop_method"] == METHOD
+    replayed = replayed_mask(open_loop)
     closed = closed_loop_rows(frame)
     if not replayed.any() or closed.empty:
         return None

@@ -20,8 +20,15 @@ REPLAY_ENGINE = "psync"
 MIX = ("write_ratio", "request_size", "randomness")
 
 
-def _size(size: float) -> str:
+def size_words(size: float) -> str:
+    """A request size for the notes: ``1 MiB``, ``16 KiB``."""
     return f"{size / MIB:g} MiB" if size >= MIB else f"{size / KIB:g} KiB"
+
+
+def kind_words(write_ratio: float) -> str:
+    """A mix's direction for the notes: ``reads``, ``writes``, ``I/Os (40 % writes)``."""
+    wr = write_ratio
+    return "reads" if wr == 0 else "writes" if wr == 1 else f"I/Os ({wr * 100:.0f} % writes)"
 
 
 def _us(v: float) -> str:
@@ -61,9 +68,8 @@ def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
         return None
     # the mix with the most requests a trace meets is unknown here: the smallest size, reads first
     row = both.sort_values(["request_size", "write_ratio"]).iloc[0]
-    wr = float(row["write_ratio"])
-    kind = "reads" if wr == 0 else "writes" if wr == 1 else f"I/Os ({wr * 100:.0f} % writes)"
-    return (f"{_size(float(row['request_size']))} QD1 {kind} {_us(row['latency_mean_us'])} us {other} vs "
+    mix = f"{size_words(float(row['request_size']))} QD1 {kind_words(float(row['write_ratio']))}"
+    return (f"{mix} {_us(row['latency_mean_us'])} us {other} vs "
             f"{_us(row['latency_mean_us_psync'])} us {REPLAY_ENGINE} ({row['_how_psync']})")
 
 

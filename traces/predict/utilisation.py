@@ -49,7 +49,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from modeling.store.open_loop_rows import OFFERED, open_loop_rows
+from modeling.store.open_loop_rows import OFFERED, open_loop_rows, replayed_mask
 from traces.predict.coldpath import MIN_POINTS, ColdPath, fit_cold_path
 from traces.predict.openloop import PredictsFrame, predict_open_loop
 
@@ -200,8 +200,7 @@ def learn_correction(
     """Fit the correction from open-loop points (rows with ``offered_iops``); None without any."""
     pts = open_loop_rows(points)
     pts = pts[(pts["latency_mean_us"] > 0) & (pts["latency_p99_us"] > 0)]
-    if "open_loop_method" in pts:  # the replay path's capacity points (traces.predict.ceiling)
-        pts = pts[pts["open_loop_method"].fillna("fio") != "replay"]
+    pts = pts[~replayed_mask(pts)]  # the replay path's capacity points (traces.predict.ceiling)
     if "iops" in pts:
         pts = pts[~(pts["iops"] < MIN_SERVED * pts[OFFERED])]
     rare = transient(pts)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from collectors.fio.jobs import JobSettings, effective_workload
-from modeling.store.open_loop_rows import OFFERED
+from modeling.store.open_loop_rows import METHOD, OFFERED, REPLAYED
 from modeling.units import MIB
 from modeling.workload import Workload
 
@@ -46,7 +46,6 @@ OVERLOAD = 3.0
 # a capacity point replays this long, or fewer requests than MAX_REQUESTS
 POINT_S = 1.0
 MAX_REQUESTS = 60_000
-METHOD = "replay"  # the stored row's open_loop_method: measured through the replay path
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def replay_capacity_point(workload: Workload, offered: int, job: JobSettings, *,
     """One capacity point of ``sweep --for-trace``: a Poisson trace of ``workload``'s mix offered
     at ``offered`` IO/s (beyond the capacity) replayed on ``job.target`` through the replay path
     on ``workload.numjobs`` lanes; its stored row (served IO/s, latency, ``offered_iops``,
-    ``open_loop_method`` :data:`METHOD`) and a JSON summary as its raw output.
+    ``open_loop_method`` ``replay``) and a JSON summary as its raw output.
 
     The row is an open-loop point served under its offered rate: the correction leaves it out
     (:data:`traces.predict.utilisation.MIN_SERVED`) and the prediction takes the replay path's
@@ -126,7 +125,7 @@ def replay_capacity_point(workload: Workload, offered: int, job: JobSettings, *,
         "bandwidth_mib_s": float(rep.replay_rate) * size / MIB, "latency_mean_us": float(lat_us.mean()),
         **{f"latency_{name}_us": float(np.percentile(lat_us, pct))
            for name, pct in (("p50", 50), ("p90", 90), ("p99", 99), ("p99_9", 99.9))},
-        "engine": "psync", "open_loop_method": METHOD, "replay_requests": int(rep.requests),
+        "engine": "psync", METHOD: REPLAYED, "replay_requests": int(rep.requests),
         "target": job.target,
     }
     raw = json.dumps({"replay_rate_iops": rep.replay_rate, "trace_rate_iops": rep.trace_rate,
