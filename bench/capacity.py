@@ -153,7 +153,9 @@ def main() -> None:
         help="with --throttled: AT,P99X,MEANX (targets P99X x the predicted p99 and MEANX x the mean at AT"
         " of the capacity) in place of 0.85,1,1",
     )
-    parser.add_argument("--throttled-open-loop", help="with --throttled: the sweep's open-loop fractions")
+    parser.add_argument(
+        "--open-loop-requests", type=int, help="with --validate: the sweep's --open-loop-requests (1,500)"
+    )
     parser.add_argument("--keep-home", type=Path, help="with --validate: copy each data directory here")
     args = parser.parse_args()
     if args.validate:
@@ -162,9 +164,8 @@ def main() -> None:
         overrides: dict[str, Any] = {}
         if args.throttled_targets:
             overrides["targets"] = tuple(float(x) for x in args.throttled_targets.split(","))
-        if args.throttled_open_loop:
-            overrides["open_loop"] = args.throttled_open_loop
         validate(
+            open_loop_requests=args.open_loop_requests,
             quick=args.quick,
             throttled=args.throttled,
             zram=not args.no_zram,

@@ -2,15 +2,18 @@
 
 On a fresh zram reference (and, with ``--throttled N``, the zram reference capped at N
 reads and N writes a second by the block throttle), through the ``ssdpredict`` CLI as a
-user following docs/capacity.md would: a closed-loop sweep (psync, numjobs as the load) with
-open-loop points at 0.1-0.95 of each mix's capacity and one beyond it (1.2: what the open-loop
-path serves), then training.  Then for 3 mixes and 2 targets each -- 3x the predicted p99 and
+user following docs/capacity.md would: ``sweep --for-capacity`` of the 3 mixes (closed loop over
+1-16 psync jobs, then the open-loop points it chooses from each mix's capacity, 0.1-0.95 and
+1.2 beyond it: what the open-loop path serves), then ``train``.  The bench adds nothing to the
+product's sweep (before 2026-11-29 it ran its own open-loop fractions and request counts).
+Then for 3 mixes and 2 targets each -- 3x the predicted p99 and
 2x the predicted mean at half the mix's capacity, rounded to two digits (a reference's curve
 is flat until its knee: a target at the flat level is met up to saturation or never) -- the
 predicted capacity ``c`` (``device_capacity``, nothing added by the bench; every outcome but
 ``never`` is measured: it is the number the user gets), and fio open loop with Poisson
-arrivals (``rate_process=poisson``, the open-loop sweep's 16 psync lanes, at its real-time
-priority) at 0.9c, 1.0c and 1.1c.  Done when the measured statistic is under the target at
+arrivals measured as the sweep measures its own points (16 psync lanes offering exactly the
+rate, real-time priority, the requests after a 1 s warm-up) at 0.9c, 1.0c and 1.1c.
+Done when the measured statistic is under the target at
 0.9c and over it at 1.1c in at least 80 % of cases, and within 25 % of it at 1.0c.  The 1.0c
 point runs twice more: the noise floor (how far repeated runs land from their mean).
 
@@ -33,18 +36,18 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.trace_reference import fio_wrapper, run_cli
+from bench.trace_reference import run_cli
 from collectors.devices.reference import create_reference, destroy_reference
-from collectors.fio.jobs import JobSettings, global_options, render_job, workload_options
+from collectors.fio.jobs import JobSettings
 from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.fio.runner import run_fio
-from collectors.sweep.openloop import LANES, point_runtime_ms, realtime_prefix
+from collectors.sweep.openloop import LANES, measure_open_point, realtime_prefix
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.workload import Workload
@@ -68,27 +71,10 @@ MIXES = {
 }
 FACTORS = (0.9, 1.0, 1.1)
 REPEATS = 2  # more runs of the 1.0x point, for the noise floor
-SWEEP = {
-    "write_ratios": "0,0.4,1",
-    "sizes": "16k,256k,1m",
-    "numjobs": "1,2,4,8,16",
-    "runtime": "1s",
-    "open_loop": "0.1,0.3,0.6,0.8,0.9,0.95,1.2",
-    "open_loop_requests": "1500",
-}
-QUICK = {**SWEEP, "numjobs": "1,4,16"}
-PER_KIND = {
-    "zram": {"sizes": "256k,1m"},
-    # the token bucket's rise (bench/capacity_curve.py at 200 IO/s: the mean 191 us at 0.5 of
-    # the cap, 518 at 0.8, 1.2 ms at 0.9, 26 ms at 0.95) needs points inside it; 1,000
-    # requests a point keeps the phase to ~3 minutes at 200 IO/s
-    "throttled": {
-        "sizes": "16k",
-        "numjobs": "1,2,4,8,16",  # one size: 15 closed-loop points to train on, not 9
-        "open_loop": "0.3,0.6,0.7,0.8,0.85,0.9,0.95,1.2",
-        "open_loop_requests": "1000",
-    },
-}
+RUNTIME = "1s"
+QUICK_LADDER = "1,4,16"
+"""``--quick``: the closed-loop ladder of ``sweep --for-capacity`` in place of its 1-16 (the
+throttled reference keeps the whole ladder: its 3 mixes of one size give 9 points, against 15)."""
 
 
 def _two_digits(us: float) -> str:
@@ -121,46 +107,25 @@ def targets_of(datadir: DataDir, mix: str, at: float, p99_x: float, mean_x: floa
     return [f"p99<={_two_digits(p99_x * lat.p99_us[0])}", f"mean<={_two_digits(mean_x * lat.mean_us[0])}"]
 
 
-def exact_job(w: Workload, rate: int, settings: JobSettings) -> tuple[str, float]:
-    """The job of one validation point offering exactly ``rate`` IO/s, and that rate.
-
-    The sweep's points (:func:`collectors.sweep.openloop.build_open_loop_job`) give each of the
-    16 lanes the same whole IO/s per direction, so they offer multiples of 16 IO/s: 8 % of a
-    200 IO/s cap, where 0.9x and 1.0x of an answer could offer the same rate.  Here the lanes
-    differ by at most 1 IO/s (sections of the same reporting group): the same Poisson arrivals
-    from the same 16 psync lanes, at the rate asked.
-    """
-    totals = [round(rate * (1 - w.write_ratio)), round(rate * w.write_ratio)]
-    if any(0 < t < LANES for t in totals):  # a lane at 0 IO/s would run unlimited
-        raise SystemExit(f"{rate} IO/s of {w.write_ratio:.0%} writes gives a direction under {LANES} IO/s")
-    groups: dict[tuple[int, int], int] = {}
-    for lane in range(LANES):
-        key = tuple(t // LANES + (lane < t % LANES) for t in totals)
-        groups[key] = groups.get(key, 0) + 1  # type: ignore[index]
-    sections = {}
-    for k, ((reads, writes), n) in enumerate(sorted(groups.items())):
-        limit = f"{reads},{writes}" if reads and writes else str(reads or writes)
-        options = {**workload_options(w), "numjobs": str(n), "rate_iops": limit, "rate_process": "poisson"}
-        sections[f"openloop{k}"] = options
-    return render_job(global_options(replace(settings, engine="psync")), sections), float(sum(totals))
-
-
 def measure(mix: str, rate: float, target: str, runtime_ms: int, size: int) -> dict[str, float]:
-    """One fio open-loop point as the sweep measures them: Poisson arrivals at ``rate`` IO/s in
-    all from 16 psync lanes, at the open-loop sweep's real-time priority (:func:`exact_job`)."""
+    """One fio open-loop point measured as ``sweep --for-capacity`` measures its own
+    (:func:`collectors.sweep.openloop.measure_open_point`): Poisson arrivals at ``rate`` IO/s in all
+    from 16 psync lanes that differ by at most 1 IO/s, at the open-loop sweep's real-time priority,
+    its figures those of the requests after a 1 s warm-up."""
     w = Workload(queue_depth=1, numjobs=LANES, **parse_mix(mix))
-    asked = max(int(round(rate)), LANES)
-    settings = JobSettings(
-        target=target, engine="psync", size=size, runtime_ms=point_runtime_ms(asked, runtime_ms)
-    )
-    job, offered = exact_job(w, asked, settings)
-    text = run_fio(job, prefix=realtime_prefix()[0], timeout=settings.runtime_ms / 1000 + 120)
-    row = parse_fio_document(load_fio_json(text, source="validation point"), source="validation point")[0].row
+    settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
+    run = partial(run_fio, prefix=realtime_prefix()[0])
+    row, raw = measure_open_point(w, max(int(round(rate)), LANES), settings, run)
+    # fio's own figures over the whole run, warm-up included (what the bench measured before)
+    doc = load_fio_json(raw, source="validation point")
+    whole = parse_fio_document(doc, source="validation point")[0].row
     return {
-        "offered": offered,
+        "offered": float(row["requested_iops"]),
         "iops": float(row["iops"]),
         "mean": float(row["latency_mean_us"]),
         "p99": float(row["latency_p99_us"]),
+        "whole_mean": float(whole["latency_mean_us"]),
+        "whole_p99": float(whole["latency_p99_us"]),
     }
 
 
@@ -203,6 +168,7 @@ def validate_device(
                     for _ in range(1 + (REPEATS if f == 1.0 else 0))
                 ]
                 row[f"x{f}"] = runs[0][stat]
+                row[f"whole{f}"] = runs[0][f"whole_{stat}"]
                 row[f"offered{f}"] = runs[0]["offered"] / a.iops
                 row[f"served{f}"] = runs[0]["iops"] / runs[0]["offered"]
                 if f == 1.0:
@@ -267,8 +233,9 @@ def one_reference(
 ) -> list[dict[str, Any]]:
     """Make, sweep, train and validate one reference device; always destroyed after.
 
-    ``overrides``: ``targets`` (a TARGETS entry) and ``open_loop`` (fractions) in place of the kind's;
-    ``keep_home``: a folder to copy the data directory to before it is removed.
+    ``overrides``: ``targets`` (a TARGETS entry) in place of the kind's, ``open_loop_requests``
+    (``sweep --open-loop-requests``); ``keep_home``: a folder to copy the data directory to before
+    it is removed.
     """
     overrides = overrides or {}
     home = Path(tempfile.mkdtemp(prefix="bench-capacity-ref-"))
@@ -281,59 +248,24 @@ def one_reference(
         flush=True,
     )
     try:
-        env = fio_wrapper(home)
-        plan = {**(QUICK if quick else SWEEP), **PER_KIND[kind]}
-        if "open_loop" in overrides:
-            plan["open_loop"] = overrides["open_loop"]
-        sweep = (
-            "sweep",
-            "--device",
-            DEVICE,
-            "--target",
-            ref.path,
-            "--destroy-data",
-            "--plan",
-            "grid",
-            "--write-ratios",
-            plan["write_ratios"],
-            "--sizes",
-            plan["sizes"],
-            "--queue-depths",
-            "1",
-            "--numjobs",
-            plan["numjobs"],
-            "--randomness",
-            "1",
-            "--engine",
-            "psync",
-            "--runtime",
-            plan["runtime"],
-            "--size",
-            f"{size_mib - 16}MiB",
-        )
-        run_cli(home, {}, *sweep)  # closed loop at normal priority (see bench/trace_reference.py)
-        run_cli(
-            home,
-            env,
-            *sweep,
-            "--open-loop",
-            plan["open_loop"],
-            "--open-loop-requests",
-            plan["open_loop_requests"],
-        )
-        run_cli(home, env, "train", "--device", DEVICE, "--folds", "3", "--time-budget", "10")
+        # the product's capacity sweep (docs/capacity.md): the mixes asked about, closed loop,
+        # then open-loop points from 0.1 to 1.2 of each mix's capacity, as a user runs it
+        sweep = ["sweep", "--device", DEVICE, "--target", ref.path, "--destroy-data", "--for-capacity",
+                 "--runtime", RUNTIME, "--size", f"{size_mib - 16}MiB"]
+        for mix in MIXES[kind]:
+            sweep += ["--workload", mix]
+        if quick and kind == "zram":
+            sweep += ["--numjobs", QUICK_LADDER]
+        if "open_loop_requests" in overrides:
+            sweep += ["--open-loop-requests", str(overrides["open_loop_requests"])]
+        print("  ssdpredict " + " ".join(sweep), flush=True)
+        # the product sets its fio priorities itself (real-time as root): no wrapper
+        run_cli(home, {}, *sweep)
+        run_cli(home, {}, "train", "--device", DEVICE, "--folds", "3", "--time-budget", "10")
         print(f"  swept and trained in {time.time() - t0:.0f} s", flush=True)
-        old = os.environ.get("SSDPREDICT_FIO")
-        os.environ.update(env)  # the validation points at real-time priority too, as the open-loop sweep
-        try:
-            rows = validate_device(
-                datadir, ref.path, (size_mib - 16) << 20, MIXES[kind], overrides.get("targets", TARGETS[kind])
-            )
-        finally:
-            if old is None:
-                os.environ.pop("SSDPREDICT_FIO", None)
-            else:
-                os.environ["SSDPREDICT_FIO"] = old
+        rows = validate_device(
+            datadir, ref.path, (size_mib - 16) << 20, MIXES[kind], overrides.get("targets", TARGETS[kind])
+        )
         print_table(f"{ref.kind} reference ({time.time() - t0:.0f} s)", rows)
         return rows
     finally:
@@ -352,16 +284,20 @@ def validate(
     json_path: Path | None = None,
     throttled_overrides: dict[str, Any] | None = None,
     keep_home: Path | None = None,
+    open_loop_requests: int | None = None,
 ) -> None:
     """The zram reference (unless ``zram`` is False), then the throttled one at ``throttled`` IO/s
     if given (with ``throttled_overrides``, see :func:`one_reference`); every row to ``json_path``
     if given."""
+    common: dict[str, Any] = {"keep_home": keep_home}
+    if open_loop_requests:
+        common["open_loop_requests"] = open_loop_requests
     rows = {}
     if zram:
-        rows["zram"] = one_reference("zram", None, quick, overrides={"keep_home": keep_home})
+        rows["zram"] = one_reference("zram", None, quick, overrides=common)
     if throttled:
         rows[f"throttled {throttled}"] = one_reference(
-            "throttled", throttled, quick, overrides=throttled_overrides
+            "throttled", throttled, quick, overrides={**(throttled_overrides or {}), **common}
         )
     if json_path is not None:
         json_path.write_text(json.dumps(rows, indent=1, default=float))

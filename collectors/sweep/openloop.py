@@ -127,37 +127,51 @@ def point_runtime_ms(rate_iops: float, runtime_ms: int, min_requests: int = MIN_
     return max(runtime_ms, min(needed, MAX_POINT_MS))
 
 
-def per_job_rates(workload: Workload, rate_iops: float) -> tuple[int, int]:
-    """Each job's read and write IO/s for ``rate_iops`` in all at the workload's write ratio.
+def lane_rates(workload: Workload, rate_iops: float) -> list[tuple[tuple[int, int], int]]:
+    """``((read IO/s, write IO/s), lanes)`` groups that offer ``rate_iops`` in all at the workload's
+    write ratio from its ``numjobs`` lanes.
 
     fio limits each direction to ``rate_iops`` separately: one number on a mixed workload
     offers it to reads *and* to writes (measured: ``rate_iops=100`` with 40 % writes served
-    93 reads and 111 writes a second), so a mixed point gets one number per direction.
+    93 reads and 111 writes a second), so a mixed point gets one number per direction.  fio's
+    rates are whole IO/s per job, so the lanes differ by at most 1 IO/s a direction: the same
+    whole rate on all 16 lanes offered multiples of 16 IO/s, 8 % of a 200 IO/s token bucket,
+    where 0.85 and 0.9 of it offered the same 176 IO/s.  A direction under one IO/s a lane
+    gives each lane 1 (a lane at 0 IO/s would run unlimited).
     """
-    per_job = rate_iops / workload.numjobs
+    lanes = workload.numjobs
     wr = workload.write_ratio
-    reads = max(int(round(per_job * (1 - wr))), 1) if wr < 1 else 0
-    writes = max(int(round(per_job * wr)), 1) if wr > 0 else 0
-    return reads, writes
+    totals = [int(round(rate_iops * (1 - wr))) if wr < 1 else 0, int(round(rate_iops * wr)) if wr > 0 else 0]
+    totals = [max(t, lanes) if share > 0 else 0 for t, share in zip(totals, (1 - wr, wr), strict=True)]
+    groups: dict[tuple[int, int], int] = {}
+    for lane in range(lanes):
+        reads, writes = (t // lanes + (lane < t % lanes) for t in totals)
+        key = (reads, writes)
+        groups[key] = groups.get(key, 0) + 1
+    return sorted(groups.items())
 
 
 def offered_rate(workload: Workload, rate_iops: float) -> float:
-    """The IO/s a point at ``rate_iops`` really offers, after rounding each job's rates."""
-    return float(sum(per_job_rates(workload, rate_iops)) * workload.numjobs)
+    """The IO/s a point at ``rate_iops`` really offers, after giving each lane whole rates."""
+    return float(sum((reads + writes) * n for (reads, writes), n in lane_rates(workload, rate_iops)))
 
 
 def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSettings,
                         log_dir: Path | None = None) -> str:
-    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs.
+    """The job file of one open-loop point: Poisson arrivals at ``rate_iops`` in all, from psync jobs
+    (one section per group of lanes at the same rates, :func:`lane_rates`; one reporting group).
 
     ``log_dir``: each job writes its per-I/O latency log there (:mod:`collectors.sweep.steady`).
     """
-    reads, writes = per_job_rates(workload, rate_iops)
-    rate = f"{reads},{writes}" if reads and writes else str(reads or writes)
-    options = {**workload_options(workload), "rate_iops": rate, "rate_process": "poisson"}
-    if log_dir is not None:
-        options.update({"write_lat_log": str(log_dir / LOG_NAME), "log_offset": "1"})
-    return render_job(global_options(replace(settings, engine="psync")), {"openloop": options})
+    sections = {}
+    for k, ((reads, writes), n) in enumerate(lane_rates(workload, rate_iops)):
+        rate = f"{reads},{writes}" if reads and writes else str(reads or writes)
+        options = {**workload_options(workload), "numjobs": str(n), "rate_iops": rate,
+                   "rate_process": "poisson"}
+        if log_dir is not None:
+            options.update({"write_lat_log": str(log_dir / LOG_NAME), "log_offset": "1"})
+        sections["openloop" if k == 0 else f"openloop{k}"] = options
+    return render_job(global_options(replace(settings, engine="psync")), sections)
 
 
 def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: JobSettings,

@@ -64,6 +64,28 @@ def test_job_has_poisson_rate_from_the_whitelist(tmp_path: Path) -> None:
     assert offered_rate(w, 1600) == 1600.0
 
 
+@pytest.mark.fio
+def test_lanes_offer_exactly_the_rate_asked(tmp_path: Path, fio_available: str) -> None:
+    """16 lanes of whole IO/s offered multiples of 16 IO/s; lanes that differ by 1 IO/s offer any rate,
+    and every lane's latency log is read (one section per group of lanes, fio numbers them all)."""
+    from functools import partial
+
+    from collectors.fio.runner import run_fio
+    from collectors.sweep.openloop import lane_rates, measure_open_point
+
+    w = Workload(write_ratio=0.4, queue_depth=1, numjobs=16, request_size=4096, randomness=1.0)
+    # 102 reads and 68 writes a second over 16 lanes
+    assert lane_rates(w, 170) == [((6, 4), 10), ((7, 4), 2), ((7, 5), 4)]
+    assert offered_rate(w, 170) == 170.0 and offered_rate(w, 10) == 32.0  # at least 1 IO/s a lane each way
+    target = tmp_path / "t.img"
+    target.write_bytes(np.random.default_rng(0).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes())
+    job = JobSettings(target=str(target), engine="psync", size=8 << 20, runtime_ms=500)
+    row, raw = measure_open_point(w, 1000, job, partial(run_fio, timeout=60), min_requests=10, warmup_ms=300)
+    assert row["requested_iops"] == 1000.0 and raw.lstrip().startswith("{")
+    assert row["steady_requests"] == pytest.approx(500, rel=0.3)
+    assert row["measured_write_ratio"] == pytest.approx(0.4, abs=0.1)
+
+
 def test_a_mixed_point_offers_its_rate_in_all(tmp_path: Path, fio_available: str) -> None:
     """One rate_iops number on a mixed workload is offered to each direction: twice the rate."""
     from collectors.fio.results import load_fio_json, parse_fio_document
@@ -97,7 +119,7 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     assert bool(sweep.info["warnings"]) is not realtime
     frame = d.catalog.measurements("dev")
     ol = frame[np.isfinite(frame["offered_iops"])]
-    assert sorted(ol["requested_iops"]) == [400.0, 992.0]  # 16 jobs of 25 and of 62 IO/s
+    assert sorted(ol["requested_iops"]) == [400.0, 1000.0]  # 16 jobs of 25; 8 of 62 and 8 of 63 IO/s
     # fio's Poisson lanes may offer a little more than asked: the point keeps what they offered
     assert (ol["offered_iops"] == np.maximum(ol["requested_iops"], ol["iops"])).all()
     # Poisson arrivals at a rate far below the file's capacity are served at that rate

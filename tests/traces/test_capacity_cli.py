@@ -48,6 +48,9 @@ def test_capacity_table_names_the_columns_and_the_binding_target(trained: DataDi
     for header in ("max IO/s", "MiB/s", "interval", "in flight", "utilisation", "binding target", "beyond"):
         assert header in out
     assert "p99<=300us" in out and "no open-loop points" in out
+    # and the one command that measures them (synth was not swept: the target is the user's to give)
+    flat = " ".join(out.split())
+    assert f'ssdpredict sweep --device synth --target TARGET --for-capacity --workload "{MIX}"' in flat
 
 
 def test_a_loose_target_holds_even_at_saturation(trained: DataDir) -> None:

@@ -182,3 +182,15 @@ def test_slo_units() -> None:
     assert parse_slo("mean<=1.5us").targets[0].limit_us == pytest.approx(1.5)
     assert parse_slo("p99<=2s").targets[0].limit_us == 2e6
     assert str(parse_slo("mean<=0.5us")) == "mean<=0.5us"  # below a microsecond still reads back
+
+
+def test_a_target_met_only_near_a_measured_rate_is_found() -> None:
+    """A curve that falls with the rate (the cold path) and then rises (the queue) can dip under a
+    target between two grid rates only: the search looks at the measured rates too."""
+    mc = _with_points(FakeMMcDevice(MU, 1), [100.0, 300.0, 1000.0, 3000.0, 6000.0, 9000.0], cold=5.0)
+    dip = float(mc.latency(0, np.array([3000.0]), "value").mean_us[0])
+    grid = mc.latency(0, GRID * MU, "value").mean_us
+    assert (grid > dip * 1.001).all()  # no grid rate meets a target just over the dip
+    answer = search_capacity(mc, 0, parse_slo(f"mean<={dip * 1.001:.3f}us"))
+    assert answer.outcome == "limited" and answer.iops >= 3000.0
+    assert answer.latency_mean_us <= dip * 1.001

@@ -14,7 +14,7 @@ most IO/s its saturated points were served, over the most its closed-loop points
 the share of the model's capacity an open-loop stream gets (the *ceiling*); a mix asked about
 takes the share of the nearest measured mix (the correction's distance).  A device without
 such points keeps the model's capacity: a sweep with an open-loop fraction above 1
-(``--open-loop 0.1,0.3,0.6,0.8,0.9,0.95,1.2``) measures them.
+(``sweep --for-capacity``, or ``--open-loop ...,1.2``) measures them.
 
 The fastest point served in full bounds the answer too (the *limit*): above it nothing was
 measured, and the latency there is the model's guess at a knee it never saw.  On the throttled

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from collectors.plans.for_capacity import mix_text, planned_mixes, suggested_command
 from modeling.errors import InvalidInput, NotFound
 from modeling.serving.batch import read_workload_csv
 from modeling.serving.registry import ModelRegistry
@@ -250,8 +251,13 @@ def device_capacity(
     registry: ModelRegistry | None = None,
     model_version: str | None = None,
     ceiling: float = 1.0,
+    suggest: bool = True,
 ) -> DeviceCapacity:
-    """The largest offered IO/s of each mix on ``device`` that meets ``slo`` (see :mod:`.search`)."""
+    """The largest offered IO/s of each mix on ``device`` that meets ``slo`` (see :mod:`.search`).
+
+    ``suggest``: a note gives the ``sweep --for-capacity`` command that measures the open-loop
+    points an answer lacks (:func:`sweep_suggestion`; a fleet leaves it out: it marks them).
+    """
     # a mix asked twice is searched once (numpy, not a pandas MultiIndex: 7 ms of a 15 ms answer)
     rows = mixes[list(WORKLOAD_FIELDS)].to_numpy(np.float64)
     _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
@@ -265,6 +271,23 @@ def device_capacity(
     measured = mc.source.correction is not None
     # without open-loop points every answer says so itself (beyond what was measured)
     notes = [n for n in mc.source.notes if measured or "no open-loop points" not in n]
+    short = [a.workload for a in found if not measured or a.outcome == "measured"]
+    if short and suggest:
+        notes.extend(sweep_suggestion(datadir, device, short))
     return DeviceCapacity(
         device, version, str(slo), float(arrival_cv2), answers, notes, open_loop_points=measured
     )
+
+
+def sweep_suggestion(datadir: DataDir, device: str, mixes: Sequence[dict[str, Any]]) -> list[str]:
+    """The ``sweep --for-capacity`` command that measures what ``mixes`` lack (no open-loop points,
+    or none near saturation), on the target the device was swept on; nothing when a
+    ``--for-capacity`` sweep already measured every one of them (its points are what they are)."""
+    sweeps = datadir.catalog.list_sweeps(device)
+    done = {m for s in sweeps if s.source == "open-loop" for m in planned_mixes(s.info)}
+    missing = [m for m in mixes if mix_text(m) not in done]
+    if not missing:
+        return []
+    target = next((s.target for s in reversed(sweeps) if s.source != "open-loop" and s.target), None)
+    return ["open-loop points up to and past saturation would measure what this answer rests on: "
+            + suggested_command(device, target, missing)]

@@ -100,7 +100,9 @@ def fleet_capacity(
     skipped: list[SkippedDevice] = []
     for device in dict.fromkeys(devices):
         try:
-            answered.append(device_capacity(datadir, device, mixes, slo, arrival_cv2, registry))
+            answered.append(
+                device_capacity(datadir, device, mixes, slo, arrival_cv2, registry, suggest=False)
+            )
         except (NoModel, NotFound, CorruptModel) as exc:
             skipped.append(SkippedDevice(device, exc.code, exc.message))
     if not answered:

@@ -2,10 +2,13 @@
 
 The search runs on the model, not on a sweep of it: a bracket from a fixed grid of 11
 utilisations (log-spaced from 0.1 % to 50 % of the capacity, then log-spaced in the
-distance to it up to 99.9 %), then Brent's method in log rate inside the last grid cell
-that meets the targets (the latency curve is smooth there; Brent keeps bisection's
-guarantee).  One answer is about 20 latency evaluations per bound, each arithmetic on a
-curve the model gave once (:mod:`traces.capacity.mix_latency`).
+distance to it up to 99.9 %) and the rates of the open-loop points measured at the mix (the
+correction bends the curve there: on the throttled reference the mean of 16 KiB reads fell
+from 43 us at 67 IO/s to 31 us at 174 and was 342 us at 184, so a target of 31 us held at one
+measured rate and at no grid rate, and the search said ``never``), then Brent's method in
+log rate inside the last grid cell that meets the targets (the latency curve is smooth there;
+Brent keeps bisection's guarantee).  One answer is about 20 latency evaluations per bound,
+each arithmetic on a curve the model gave once (:mod:`traces.capacity.mix_latency`).
 
 Four outcomes:
 
@@ -67,7 +70,9 @@ def _ratios(at: LatencyAt, slo: Slo) -> np.ndarray:
 def _search(mc: MixCurves, i: int, slo: Slo, bound: str) -> _Found:
     cap = mc.capacity(i, bound)
     top = mc.limit(i, bound)
-    rates = GRID * cap
+    # the measured rates too: the correction bends the curve there, and between two grid rates a
+    # curve falling with the rate (the cold path) can dip under a target at a point and rise again
+    rates = np.union1d(GRID * cap, _measured_rates(mc, i, cap))
     stop = top < cap * (1 - NEAR_SATURATION)  # the open-loop points vouch for less than the capacity
     if stop:
         rates = np.append(rates[rates < top], top)
@@ -151,8 +156,8 @@ def search_capacity(mc: MixCurves, i: int, slo: Slo, interval: bool = True) -> C
                      " is the limit")
     elif v.outcome == "measured":
         notes.append(f"meets {slo} up to {v.iops:,.0f} IO/s ({v.iops / cap:.0%} of capacity), the fastest"
-                     " open-loop rate measured at this mix; above it nothing was measured (sweep open-loop"
-                     " points nearer saturation, e.g. --open-loop 0.1,0.3,0.6,0.8,0.9,0.95,1.2)")
+                     " open-loop rate measured at this mix; above it nothing was measured (sweep"
+                     " --for-capacity measures points from 0.1 to 1.2 of the capacity)")
     elif v.outcome == "never":
         stats = ", ".join(f"{t.statistic} {format_us(float(v.at.column(t.column)[0]), 3)}"
                           for t in slo.targets)
@@ -197,12 +202,24 @@ def _beyond_measured(mc: MixCurves, i: int, found: _Found, notes: list[str]) -> 
     return bool(reasons)
 
 
-def _fastest_measured(mc: MixCurves, i: int) -> float:
-    """The fastest open-loop rate measured at the measured mix nearest to mix ``i``."""
+def _nearest_rates(mc: MixCurves, i: int) -> np.ndarray:
+    """The open-loop rates measured at the measured mix nearest to mix ``i`` (empty without any)."""
     correction = mc.source.correction
-    assert correction is not None
+    if correction is None:
+        return np.empty(0)
     m = mc.mixes.iloc[i]
     key = np.array([m["write_ratio"], math.log2(m["request_size"]), m["randomness"]])
     # the nearest mix by the correction's own distance (a size doubling = a quarter of the ratio range)
     g = int(np.argmin((np.abs(correction.keys - key) * np.array([1.0, 0.25, 1.0])).sum(axis=1)))
-    return float(np.exp(correction.mixes[g].log_rate.max()))
+    return np.exp(correction.mixes[g].log_rate)  # type: ignore[no-any-return]
+
+
+def _measured_rates(mc: MixCurves, i: int, cap: float) -> np.ndarray:
+    """The measured rates strictly inside the grid's span of ``cap`` (the search's extra rates)."""
+    rates = _nearest_rates(mc, i)
+    return rates[(rates > GRID[0] * cap) & (rates < GRID[-1] * cap)]
+
+
+def _fastest_measured(mc: MixCurves, i: int) -> float:
+    """The fastest open-loop rate measured at the measured mix nearest to mix ``i``."""
+    return float(_nearest_rates(mc, i).max())

@@ -9,8 +9,10 @@ import typer
 from service.cli.common import console, datadir, handle_errors, print_json, progress_bar, waiting
 from service.cli.measure.sweep_options import (
     BudgetOption,
+    CapacityWorkloadOption,
     CsdPathOption,
     EngineOption,
+    ForCapacityOption,
     ForTraceOption,
     InternalTargetOption,
     NvmeofAddressOption,
@@ -112,6 +114,8 @@ def sweep(
     open_loop: OpenLoopOption = None,
     open_loop_requests: OpenLoopRequestsOption = 1500,
     for_trace: ForTraceOption = False,
+    for_capacity: ForCapacityOption = False,
+    workload: CapacityWorkloadOption = None,
     traces: TracesArgument = None,
     json_output: JsonOption = False,
 ) -> None:
@@ -131,6 +135,11 @@ def run(request: SweepRequest) -> None:
 
         sweep_traces(data, r.device, r.traces, settings, budget=r.budget, json_output=r.json_output,
                      wait=r.wait, min_requests=r.open_loop_requests, conflicts=r.for_trace_conflicts)
+        return
+    if r.for_capacity:
+        from service.cli.measure.sweep_for_capacity import sweep_capacity
+
+        sweep_capacity(data, r, settings)
         return
     the_plan = sweep_plan(data, r.device, settings.device_class, kind=r.plan, values=r.values,
                           budget=r.budget, seed=r.seed, points=r.points, reference=r.reference)

@@ -70,6 +70,14 @@ OpenLoopRequestsOption = Annotated[int, typer.Option(
 ForTraceOption = Annotated[bool, typer.Option(
     "--for-trace", help="design the sweep from the TRACES given after the options: their mixes, "
     "in-flight range and rates, measured as the replay issues them (psync), closed and open loop")]
+ForCapacityOption = Annotated[bool, typer.Option(
+    "--for-capacity", help="design the sweep for capacity questions: each --workload mix (or the "
+    "--write-ratios x --sizes x --randomness grid) closed loop over 1-16 psync jobs, then open-loop points "
+    "from 0.1 to 1.2 of its capacity (docs/capacity.md)")]
+CapacityWorkloadOption = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", metavar="MIX", show_default=False,
+    help='with --for-capacity: a mix to measure, e.g. "write_ratio=0.3,request_size=16k,randomness=1" '
+    "(repeat for more)")]
 TracesArgument = Annotated[list[str] | None, typer.Argument(
     help="trace files, with --for-trace", show_default=False)]
 
@@ -98,6 +106,11 @@ class SweepRequest:
     traces: list[str]
     for_trace_conflicts: dict[str, Any]
     """The options a sweep designed from traces does not take, as given."""
+    for_capacity: bool = False
+    capacity_mixes: list[dict[str, Any]] | None = None
+    """The mixes of --for-capacity (--workload or the value lists); None: not a capacity sweep."""
+    ladder: list[int] | None = None
+    """--numjobs with --for-capacity: the closed-loop ladder in place of 1-16."""
 
     @property
     def where(self) -> str:
@@ -119,6 +132,9 @@ def sweep_request(options: Mapping[str, Any]) -> SweepRequest:
         raise InvalidInput("--open-loop runs on one host: sweep the hosts, then each host's open-loop points")
     if o["traces"] and not o["for_trace"]:
         raise InvalidInput(f"unexpected argument {o['traces'][0]!r}: trace files go after --for-trace")
+    if o.get("workload") and not o.get("for_capacity"):
+        raise InvalidInput("--workload names a mix of --for-capacity: add --for-capacity")
+    capacity = _capacity_request(o) if o.get("for_capacity") else {}
     config = get_settings()
     settings = SweepSettings(
         target=o["target"], device_class=o["device_class"], engine=o["engine"], runtime=o["runtime"],
@@ -142,7 +158,26 @@ def sweep_request(options: Mapping[str, Any]) -> SweepRequest:
         wait=o["wait"], json_output=o["json_output"], runtime=o["runtime"], for_trace=o["for_trace"],
         traces=o["traces"] or [], for_trace_conflicts={
             "--plan": o["plan"], "--open-loop": o["open_loop"], "--remote": remote, "--points": o["points"]},
+        **capacity,
     )
+
+
+def _capacity_request(o: Mapping[str, Any]) -> dict[str, Any]:
+    """The --for-capacity part of a sweep request: its mixes and ladder, every conflict refused."""
+    from collectors.plans.for_capacity import grid_mixes
+    from traces.capacity.device import parse_mix
+
+    conflicts = {"--plan": o["plan"], "--open-loop": o["open_loop"], "--remote": o["remote"],
+                 "--points": o["points"], "--for-trace": o["for_trace"], "--queue-depths": o["queue_depths"],
+                 "--reference": o["reference"], "--budget": o["budget"]}
+    given = [name for name, value in conflicts.items() if value]
+    if given:
+        raise InvalidInput(f"--for-capacity designs the plan itself: leave out {', '.join(given)}")
+    lists = _value_lists(write_ratios=o["write_ratios"], sizes=o["sizes"], randomness=o["randomness"])
+    if o["workload"] and lists:
+        raise InvalidInput("give the mixes as --workload or as --write-ratios/--sizes/--randomness, not both")
+    mixes = [parse_mix(text) for text in o["workload"]] if o["workload"] else grid_mixes(lists)
+    return {"for_capacity": True, "capacity_mixes": mixes, "ladder": _list(o["numjobs"], int, "numjobs")}
 
 
 def _list(text: str | None, parse: Callable[[str], Any], what: str) -> list[Any] | None:
