@@ -101,6 +101,10 @@ SloOption = Annotated[str, _SLO]
 OptionalSloOption = Annotated[str | None, _SLO]
 
 # -- what to ask ----------------------------------------------------------------------------
+WorkloadMixesOption = Annotated[list[str] | None, typer.Option(
+    "--workload", "-w", metavar="MIX", show_default=False,
+    help='a workload mix, e.g. "write_ratio=0.3,request_size=16k,randomness=1" (no queue depth: the offered '
+    "rate sets it); repeat for more (capacity: the mixes asked; sweep --for-capacity: the mixes measured)")]
 InputCsvOption = Annotated[Path | None, typer.Option(
     "--input", "-i", help="CSV of workloads, ingest columns (capacity: mixes, queue_depth/numjobs left out)")]
 

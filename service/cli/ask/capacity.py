@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,7 @@ from service.cli.options import (
     OptionalDeviceOption,
     SloOption,
     WindowOption,
+    WorkloadMixesOption,
     WindowRequestsOption,
 )
 from service.cli.trace import trace_app
@@ -33,15 +34,6 @@ if TYPE_CHECKING:
     from traces.capacity.headroom import TraceHeadroom
     from traces.capacity.search import CapacityAnswer
 
-WorkloadMixOption = Annotated[
-    Optional[str],
-    typer.Option(
-        "--workload",
-        "-w",
-        help='the mix, e.g. "write_ratio=0.3,request_size=16k,randomness=1" (no queue depth:'
-        " the offered rate sets it)",
-    ),
-]
 BurstinessOption = Annotated[
     float,
     typer.Option("--burstiness", help="squared coefficient of variation of the arrival gaps (1: Poisson)"),
@@ -49,16 +41,16 @@ BurstinessOption = Annotated[
 MixCsvOption = InputCsvOption
 
 
-def read_question(workload: str | None, input_csv: Path | None) -> tuple[pd.DataFrame, list[str]]:
-    """The mixes of ``--workload`` or ``--input`` (exactly one of them)."""
+def read_question(workload: list[str] | None, input_csv: Path | None) -> tuple[pd.DataFrame, list[str]]:
+    """The mixes of ``--workload`` (one or more) or ``--input`` (exactly one of the two)."""
     from traces.capacity.device import mix_table, parse_mix, read_mixes
 
-    if (workload is None) == (input_csv is None):
+    if (not workload) == (input_csv is None):
         raise InvalidInput("give --workload MIX or --input FILE.csv (one of them)")
     if input_csv is not None:
         return read_mixes(input_csv)
-    assert workload is not None
-    return mix_table([parse_mix(workload)]), []
+    assert workload
+    return mix_table([parse_mix(text) for text in workload]), []
 
 
 def _mix_text(workload: dict) -> str:
@@ -170,7 +162,7 @@ def capacity_cmd(
     device: OptionalDeviceOption = None,
     devices: DevicesOption = None,
     all_devices: AllDevicesOption = False,
-    workload: WorkloadMixOption = None,
+    workload: WorkloadMixesOption = None,
     slo: SloOption = "",
     burstiness: BurstinessOption = 1.0,
     input_csv: MixCsvOption = None,

@@ -9,7 +9,6 @@ import typer
 from service.cli.common import console, datadir, handle_errors, print_json, progress_bar, waiting
 from service.cli.measure.sweep_options import (
     BudgetOption,
-    CapacityWorkloadOption,
     CsdPathOption,
     EngineOption,
     ForCapacityOption,
@@ -58,6 +57,7 @@ from service.cli.options import (
     SizeOption,
     TargetOption,
     WaitOption,
+    WorkloadMixesOption,
 )
 from service.cli.progress import open_loop_progress, sweep_progress
 
@@ -115,7 +115,7 @@ def sweep(
     open_loop_requests: OpenLoopRequestsOption = 1500,
     for_trace: ForTraceOption = False,
     for_capacity: ForCapacityOption = False,
-    workload: CapacityWorkloadOption = None,
+    workload: WorkloadMixesOption = None,
     traces: TracesArgument = None,
     json_output: JsonOption = False,
 ) -> None:

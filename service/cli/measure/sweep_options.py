@@ -74,10 +74,6 @@ ForCapacityOption = Annotated[bool, typer.Option(
     "--for-capacity", help="design the sweep for capacity questions: each --workload mix (or the "
     "--write-ratios x --sizes x --randomness grid) closed loop over 1-16 psync jobs, then open-loop points "
     "from 0.1 to 1.2 of its capacity (docs/capacity.md)")]
-CapacityWorkloadOption = Annotated[list[str] | None, typer.Option(
-    "--workload", "-w", metavar="MIX", show_default=False,
-    help='with --for-capacity: a mix to measure, e.g. "write_ratio=0.3,request_size=16k,randomness=1" '
-    "(repeat for more)")]
 TracesArgument = Annotated[list[str] | None, typer.Argument(
     help="trace files, with --for-trace", show_default=False)]
 
