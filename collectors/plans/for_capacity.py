@@ -62,20 +62,21 @@ class CapacityPlan:
     notes: list[str] = field(default_factory=list)
 
     def seconds(self, runtime_ms: int, ramp_ms: int = 0, min_requests: int = MIN_REQUESTS,
-                overhead_s: float = 1.0) -> float:
+                overhead_s: float = 1.0, warmup_ms: int = WARMUP_MS) -> float:
         """About how long the plan takes, before the closed-loop phase: its points, then the
         open-loop points counted at the sweep's runtime (their rates are not known yet)."""
         closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
-        per_point = (runtime_ms + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
+        per_point = (runtime_ms + ramp_ms + warmup_ms) / 1000.0 + overhead_s
         return closed + len(self.mixes) * len(self.fractions) * per_point
 
     def open_loop_seconds(self, capacities: Sequence[float], runtime_ms: int, ramp_ms: int = 0,
-                          min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0) -> float:
+                          min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0,
+                          warmup_ms: int = WARMUP_MS) -> float:
         """About how long the open-loop phase takes, given each mix's closed-loop capacity (IO/s):
         a sparse point runs long enough for ``min_requests``."""
         points = [(w, r) for w, c in zip(self.mixes, capacities, strict=True)
                   for r in rates_of(c, self.fractions)]
-        return open_loop_seconds(points, runtime_ms, ramp_ms, min_requests, overhead_s)
+        return open_loop_seconds(points, runtime_ms, ramp_ms, min_requests, overhead_s, warmup_ms)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description, stored with the sweeps' info."""

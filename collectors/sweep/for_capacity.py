@@ -67,7 +67,8 @@ def sweep_for_capacity(
     points = open_loop_points(plan, frame)
     if on_capacities is not None:
         caps = mix_capacities(plan, frame)
-        on_capacities(caps, plan.open_loop_seconds(caps, settings.runtime_ms, settings.ramp_ms, min_requests))
+        on_capacities(caps, plan.open_loop_seconds(caps, settings.runtime_ms, settings.ramp_ms, min_requests,
+                                                   warmup_ms=settings.open_loop_warmup_ms))
     opened = measure_after_sweep(datadir, device, closed, settings, plan.fractions, progress=open_progress,
                                  min_requests=min_requests, plan=points, info=meta, wait=wait)
     return CapacitySweep(closed, opened, len(points))

@@ -24,7 +24,8 @@ def sweep_capacity(data: DataDir, r: SweepRequest, settings: SweepSettings) -> N
     settings = capacity_settings(settings)
     assert r.capacity_mixes is not None
     plan = plan_for_capacity(r.capacity_mixes, r.ladder or LADDER)
-    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, r.open_loop_requests)
+    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, r.open_loop_requests,
+                           warmup_ms=settings.open_loop_warmup_ms)
     n_open = len(plan.mixes) * len(plan.fractions)
     err_console.print(
         f"plan for-capacity: {len(plan.closed)} closed-loop points + up to {n_open} open-loop points on "
