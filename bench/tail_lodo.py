@@ -34,6 +34,7 @@ from bench.physics_study import TAIL, tail_workloads
 from modeling.estimators.families import make_estimator
 from modeling.serving.physics.laws import order_percentiles
 from modeling.training.fit import fit_device_model
+from modeling.workload_matrix import region_codes
 from modeling.training.selection import Candidate, cv_folds, make_candidate, relative_errors, select
 from modeling.training.tail_guard import (
     BLEND_WEIGHTS, FALLBACK_MULTIPLIER, TAIL_BLEND, TAIL_GUARDS, blend, plain_selection,
@@ -47,6 +48,8 @@ rules alone or blended with the fallback (:func:`modeling.training.tail_guard.ch
 Setting = tuple[float, bool, bool]
 KINDS = {True: "scaled", False: "raw"}
 """The fallback with its CV multiplier, without."""
+FOLD = "fold"
+"""The run's part that holds each point's outer fold (numbered over the draws; -1: not recorded)."""
 CART_GRID: tuple[Candidate, ...] = tuple(
     make_candidate("extended", "cart", min_samples_leaf=leaf) for leaf in (1, 3, 5, 8)
 )
@@ -73,25 +76,42 @@ def device_tail_runs(frame: pd.DataFrame, budget: float, candidates: list[Candid
     if found is None:
         return None
     w, ys, distinct, X = found
-    parts = [_one_draw(w, ys, distinct, X, budget, candidates, folds, d) for d in range(draws)]
+    inner: dict[str, np.ndarray] = {}
+    parts = [_one_draw(w, ys, distinct, X, budget, candidates, folds, d, inner) for d in range(draws)]
     run = {key: {m: np.concatenate([p[key][m] for p in parts]) for m in parts[0][key]} for key in parts[0]}
     run["ys"] = {m: np.tile(ys[m], draws) for m in TAIL}
+    run["region"] = {m: np.tile(region_codes(w), draws) for m in TAIL}
     run["meta"] = {"draws": np.array(draws)}
+    run["inner"] = inner
     return run
 
 
 def _one_draw(w: np.ndarray, ys: dict[str, np.ndarray], distinct: pd.DataFrame, X: np.ndarray, budget: float,
-              candidates: list[Candidate] | None, folds: int, draw: int) -> dict[str, dict[str, np.ndarray]]:
+              candidates: list[Candidate] | None, folds: int, draw: int, inner_oof: dict[str, np.ndarray]
+              ) -> dict[str, dict[str, np.ndarray]]:
+    """One fold draw's outer predictions; ``inner_oof`` gets each outer fold's guard comparison.
+
+    Per outer fold ``f`` (numbered over the draws: ``draw * folds + f``, :data:`FOLD` per point)
+    and percentile, the inner-CV rows and out-of-fold predictions the guard compared
+    (``fit_device_model(guard_oof=...)``), under ``"{f}/{metric}/{part}"``.
+    """
     n = len(w)
+    fold_of = {m: np.full(n, -1) for m in TAIL}
     rules = {m: np.full(n, np.nan) for m in (*TAIL, "latency_mean_us")}
     # per point, of its outer fold: the guard's advantage over the plain model with its
     # multiplier (z) and without (z_raw), and the inner-CV MREs it compared
     keys = ("fallback", "plain", "cart", "z", "z_raw", "rules_cv", "plain_cv", *_blend_keys())
     out: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in TAIL} for k in keys}
     labels = np.arange(n) if draw == 0 else np.random.default_rng(draw).permutation(n)
-    for train, test in cv_folds(labels, folds):
+    for f, (train, test) in enumerate(cv_folds(labels, folds)):
+        guard_oof: dict[str, dict] = {}
         model, report = fit_device_model(distinct.iloc[train], time_budget_s=budget, candidates=candidates,
-                                         regions=candidates is None, tail_guard=-math.inf)
+                                         regions=candidates is None, tail_guard=-math.inf, guard_oof=guard_oof)
+        fold = draw * folds + f
+        for m, parts in guard_oof.items():
+            fold_of[m][test] = fold
+            for part, v in parts.items():
+                inner_oof[f"{fold}/{m}/{part}"] = np.asarray(v)
         pred = model.predict_matrix(w[test], metrics=[*TAIL, "latency_mean_us"])
         for m in rules:
             rules[m][test] = pred[m][0]
@@ -113,7 +133,7 @@ def _one_draw(w: np.ndarray, ys: dict[str, np.ndarray], distinct: pd.DataFrame, 
             out["plain"][m][test] = raw
             out["fallback"][m][test] = raw * sel.scale
             out["cart"][m][test] = _tuned_raw(list(CART_GRID), X[train], w[train], y_tr, X[test], folds)
-    return {"rules": rules, **out}
+    return {"rules": rules, **out, FOLD: fold_of}
 
 
 def _blend_keys() -> list[str]:
@@ -251,12 +271,14 @@ def save_runs(runs: dict[str, dict[str, object]], path: str) -> None:
     np.savez_compressed(path, **flat)
 
 
-def load_runs(path: str) -> dict[str, dict[str, object]]:
+def load_runs(*paths: str) -> dict[str, dict[str, object]]:
+    """The runs saved by :func:`save_runs` (several files: a study split by device, ``--only``)."""
     runs: dict[str, dict[str, dict[str, np.ndarray]]] = {}
-    with np.load(path) as data:
-        for key in data.files:
-            name, part, m = key.split("|")
-            runs.setdefault(name, {}).setdefault(part, {})[m] = data[key]
+    for path in paths:
+        with np.load(path) as data:
+            for key in data.files:
+                name, part, m = key.split("|")
+                runs.setdefault(name, {}).setdefault(part, {})[m] = data[key]
     return runs  # type: ignore[return-value]
 
 
