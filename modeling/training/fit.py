@@ -61,10 +61,12 @@ from modeling.training.tail_guard import (
     UNFOLLOWED,
     TAIL_BLEND,
     TAIL_GUARDS,
+    TAIL_ONE_SE,
     blend,
     blend_scope,
     choose_weight,
     knee_share,
+    one_se_weight,
     options,
     plain_selection,
     unscaled,
@@ -420,7 +422,13 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
     plain = scaled if FALLBACK_MULTIPLIER[metric] else raw
     threshold = fit.tail_guard[metric]
     # -inf keeps the rules alone (the bench's reference: it judges the blends itself)
-    weight = choose_weight(scored[kind], threshold, TAIL_BLEND[metric] and threshold > -math.inf)
+    blends = TAIL_BLEND[metric] and threshold > -math.inf
+    one_se = None
+    if blends and TAIL_ONE_SE[metric] and threshold < math.inf:
+        weight, best = one_se_weight(rules, plain.oof, y)
+        one_se = {"weight": weight, "lowest_cv_weight": best}
+    else:
+        weight = choose_weight(scored[kind], threshold, blends)
     z = scored[kind][1.0][1]
     info = {
         "plain": plain.name,
@@ -439,6 +447,8 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
             k: {f"{wt:g}": [mre, _finite(a)] for wt, (mre, a) in by.items()} for k, by in scored.items()
         },
         "threshold": _finite(threshold),
+        # the one-SE rule's choice where it decides (TAIL_ONE_SE), else None
+        "one_se": one_se,
         "weight": weight,
         "kept": weight == 1.0,
     }
