@@ -53,6 +53,10 @@ class Settings(BaseSettings):
         default=None, ge=1, le=1024, description="processes of the local Dask cluster (default: one per core)"
     )
     fio: str | None = Field(default=None, description="path of the fio binary (default: fio on PATH)")
+    open_loop_warmup_ms: int = Field(
+        default=1000, ge=0, le=60_000,
+        description="how long an open-loop point runs before the requests it measures (0: fio's own figures)",
+    )
     spdk_plugin: str | None = Field(
         default=None, description="SPDK's fio plugin (build/fio/spdk_nvme) for --engine spdk"
     )

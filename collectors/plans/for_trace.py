@@ -88,7 +88,7 @@ class TracePlan:
         return sum(len(m.own_rates) + len(self.fractions) for m in self.mixes)
 
     def seconds(self, runtime_ms: int, ramp_ms: int = 0, min_requests: int = MIN_REQUESTS,
-                overhead_s: float = 1.0) -> float:
+                overhead_s: float = 1.0, warmup_ms: int = WARMUP_MS) -> float:
         """About how long the whole plan takes: closed-loop points, then open-loop points.
 
         The capacity fractions' rates are not known before the closed-loop phase: they are
@@ -96,9 +96,10 @@ class TracePlan:
         """
         closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
         own = [(m.workload, int(r)) for m in self.mixes for r in m.own_rates]
-        per_point = (runtime_ms + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
+        per_point = (runtime_ms + ramp_ms + warmup_ms) / 1000.0 + overhead_s
         frac = len(self.mixes) * len(self.fractions) * per_point
-        return closed + open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s) + frac
+        own_s = open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s, warmup_ms)
+        return closed + own_s + frac
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description, stored with the sweep's info."""

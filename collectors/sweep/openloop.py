@@ -161,7 +161,8 @@ def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSetting
 
 
 def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: JobSettings,
-                  min_requests: int, capacity_points: Sequence[tuple[Workload, int]] = ()) -> str:
+                  min_requests: int, capacity_points: Sequence[tuple[Workload, int]] = (),
+                  warmup_ms: int = WARMUP_MS) -> str:
     """The identity of an open-loop phase: device, points, target, span, timing, request floor.
 
     Rerunning the same phase (after Ctrl-C, ``kill -9`` or a crash) finds its stored points
@@ -173,15 +174,16 @@ def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: J
              **({"capacity": [[w.as_row(), int(r)] for w, r in capacity_points]} if capacity_points else {}),
              "settings": {"target": settings.target, "size": settings.size, "offset": settings.offset,
                           "runtime_ms": settings.runtime_ms, "ramp_ms": settings.ramp_ms,
-                          "warmup_ms": WARMUP_MS}}
+                          "warmup_ms": warmup_ms}}
     return "ol-" + hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def open_loop_seconds(plan: Sequence[tuple[Workload, int]], runtime_ms: int, ramp_ms: int = 0,
-                      min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0) -> float:
-    """About how long measuring ``plan`` takes: each point's runtime and ramp plus fio's start-up
-    (``overhead_s``: 16 psync jobs of 500 ms took 1.5 s a point here)."""
-    return sum((point_runtime_ms(rate, runtime_ms, min_requests) + ramp_ms + WARMUP_MS) / 1000.0 + overhead_s
+                      min_requests: int = MIN_REQUESTS, overhead_s: float = 1.0,
+                      warmup_ms: int = WARMUP_MS) -> float:
+    """About how long measuring ``plan`` takes: each point's warm-up, runtime and ramp plus fio's
+    start-up (``overhead_s``: 16 psync jobs of 500 ms took 1.5 s a point here)."""
+    return sum((point_runtime_ms(rate, runtime_ms, min_requests) + ramp_ms + warmup_ms) / 1000.0 + overhead_s
                for _, rate in plan)
 
 
@@ -240,6 +242,7 @@ def measure_open_loop(
     wait: bool = False,
     capacity_points: Sequence[tuple[Workload, int]] = (),
     measure_capacity: MeasurePoint | None = None,
+    warmup_ms: int = WARMUP_MS,
 ) -> Sweep:
     """Run the open-loop points of ``device`` (see the module docstring) and store each as it is measured.
 
@@ -247,6 +250,7 @@ def measure_open_loop(
     lists ``(workload, offered IO/s)``.  Every point is stored in its own transaction in one
     sweep (source ``open-loop``) keyed by :func:`open_loop_key`: a rerun after a kill measures
     only the points not yet stored, and a finished phase is returned without measuring.
+    Each fio point runs ``warmup_ms`` before the requests it measures (:func:`measure_open_point`).
     ``progress(done, total)`` is called once before the first point and after each.  A sparse
     point runs long enough for ``min_requests`` requests (:func:`point_runtime_ms`).
 
@@ -268,7 +272,7 @@ def measure_open_loop(
             plan = open_loop_plan(catalog.measurements(device), fractions, max_mixes)
         plan = list(plan)
         extra = list(capacity_points)
-        key = open_loop_key(device, plan, settings, min_requests, extra)
+        key = open_loop_key(device, plan, settings, min_requests, extra, warmup_ms)
         sweep = catalog.find_complete_sweep(device, key) or catalog.find_resumable_sweep(device, key)
         if sweep is None:
             meta = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
@@ -285,7 +289,7 @@ def measure_open_loop(
         if sweep.status == "complete":
             return sweep
         fio_point: MeasurePoint = partial(measure_open_point, settings=settings, runner=runner,
-                                          min_requests=min_requests)
+                                          min_requests=min_requests, warmup_ms=warmup_ms)
         steps = [(w, r, fio_point) for w, r in plan] + [(w, r, measure_capacity) for w, r in extra]
         for seq, (workload, rate, measure) in enumerate(steps):
             if (seq, 0) in completed:
@@ -339,7 +343,8 @@ def measure_after_sweep(
     capacity = None if measure_capacity is None else partial(_with_job, measure_capacity, job)
     return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress,
                              min_requests=min_requests, plan=plan, info=info, wait=wait,
-                             capacity_points=capacity_points, measure_capacity=capacity)
+                             capacity_points=capacity_points, measure_capacity=capacity,
+                             warmup_ms=settings.open_loop_warmup_ms)
 
 
 def _with_job(measure: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]], job: JobSettings,

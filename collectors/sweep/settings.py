@@ -32,6 +32,7 @@ from collectors.devices.raid import user_raid_metadata
 from collectors.fio.engines import check_engine
 from collectors.fio.jobs import check_passes, check_runtime_ms, check_span
 from collectors.fio.runner import parse_remote
+from collectors.sweep.steady import WARMUP_MS
 from collectors.sweep.quality import STEADY_RULES
 from modeling.errors import InvalidInput
 from modeling.units import format_duration_ms, parse_duration_ms, parse_size
@@ -112,6 +113,7 @@ class SweepSettings(BaseModel):
     nvmeof: NvmeofTarget | None = None         # an NVMe-oF namespace to attach
     raid: RaidFacts | None = None              # user-given RAID facts (class raid)
     point_timeout_s: float = 600.0
+    open_loop_warmup_ms: int = Field(WARMUP_MS, ge=0, le=60_000)  # collectors.sweep.steady
     fio: str | None = None                     # the fio binary (default: fio on PATH)
     spdk_plugin: str | None = None             # SPDK's fio plugin (default: usual places)
 

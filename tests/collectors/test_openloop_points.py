@@ -89,7 +89,8 @@ def test_open_loop_points_are_measured_stored_and_kept_out_of_training(
     target.write_bytes(np.random.default_rng(0).integers(0, 256, 16 << 20, dtype=np.uint8).tobytes())
     job = JobSettings(target=str(target), engine="libaio", size=16 << 20, runtime_ms=1000)
     # 400 requests are enough here: both points keep the 1 s runtime
-    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25), min_requests=400)
+    sweep = measure_open_loop(d, "dev", job, fractions=(0.1, 0.25), min_requests=400,
+                              warmup_ms=200)
     assert sweep.source == "open-loop" and sweep.n_points == 2
     # at the replay's real-time priority where the process may (root and chrt), else said why
     realtime = hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("chrt") is not None
@@ -153,3 +154,21 @@ def test_sparse_points_run_long_enough_for_their_requests() -> None:
     assert point_runtime_ms(200, 2000, 1500) == 7500  # 1,500 requests at 200 IO/s
     assert point_runtime_ms(20_000, 2000, 1500) == 2000  # the sweep's runtime already holds them
     assert point_runtime_ms(1, 2000, 1500) == MAX_POINT_MS
+
+
+def test_the_warm_up_is_a_second_unless_configured_and_is_part_of_the_phase(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collectors.sweep.openloop import open_loop_key
+    from collectors.sweep.settings import SweepSettings
+    from service.config import Settings
+
+    monkeypatch.delenv("SSDPREDICT_OPEN_LOOP_WARMUP_MS", raising=False)  # the suite's 200 ms
+    assert Settings().open_loop_warmup_ms == 1000 == SweepSettings(target="/tmp/t.img").open_loop_warmup_ms
+    monkeypatch.setenv("SSDPREDICT_OPEN_LOOP_WARMUP_MS", "-1")
+    with pytest.raises(ValueError, match="open_loop_warmup_ms"):
+        Settings()
+    # points measured after another warm-up are another phase: a rerun does not mix them
+    job = JobSettings(target="/tmp/t.img")
+    plan = [(Workload(write_ratio=0.0, queue_depth=1, request_size=4096, randomness=1.0), 100)]
+    assert open_loop_key("d", plan, job, 100) != open_loop_key("d", plan, job, 100, warmup_ms=200)

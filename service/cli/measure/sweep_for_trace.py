@@ -31,7 +31,8 @@ def sweep_traces(data: DataDir, device: str, traces: list[str], settings: SweepS
     chars = [characterize(path) for path in traces]
     block = logical_block_size(settings.target)
     plan = plan_for_traces(chars, budget=budget or DEFAULT_BUDGET, block_size=block)
-    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, min_requests)
+    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, min_requests,
+                           warmup_ms=settings.open_loop_warmup_ms)
     err_console.print(
         f"plan for-trace: {len(plan.closed)} closed-loop points ({len(plan.mixes)} mixes x "
         f"{len(plan.ladder)} loads, psync) + about {plan.n_open_loop} open-loop points on "

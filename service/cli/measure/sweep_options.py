@@ -131,7 +131,7 @@ def sweep_request(options: Mapping[str, Any]) -> SweepRequest:
                              o["nvmeof_nsid"]),
         raid={"level": o["raid_level"], "members": o["raid_members"], "chunk": o["raid_chunk"],
               "kind": o["raid_kind"], "controller": o["raid_controller"], "vendor": o["raid_vendor"]},
-        fio=config.fio, spdk_plugin=config.spdk_plugin,
+        fio=config.fio, spdk_plugin=config.spdk_plugin, open_loop_warmup_ms=config.open_loop_warmup_ms,
     )
     return SweepRequest(
         device=o["device"], settings=settings, plan=o["plan"],
