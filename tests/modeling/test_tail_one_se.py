@@ -4,6 +4,7 @@ inner-CV errors are within one paired standard error of the best weight's."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from modeling.training import tail_guard
 from modeling.training.tail_guard import GUARDED, ONE_SE_GRID, blend, one_se_weight
@@ -34,6 +35,7 @@ def test_a_gain_within_noise_leans_to_the_plain_model():
     assert 0.0 < weight < best == 1.0
 
 
+@pytest.mark.slow  # a training: in the slow set (CI runs it)
 def test_the_guard_serves_the_one_se_weight_on_its_inner_cv(device):  # noqa: F811
     """Where :data:`TAIL_ONE_SE` is set (the p99), the served weight is the one-SE rule's on the
     very out-of-fold predictions the guard compared; the others keep ``choose_weight``'s."""
