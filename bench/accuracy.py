@@ -393,7 +393,8 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="data directory of --device")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--budget", type=float, default=30.0, help="tuning seconds per training")
-    parser.add_argument("--only", help="substring: only fio-plot devices whose name contains it")
+    parser.add_argument("--only", help="substring: only fio-plot devices whose name contains it "
+                        "(several, comma-separated: any of them)")
     parser.add_argument("--sampling-only", action="store_true")
     parser.add_argument("--no-sampling", action="store_true")
     parser.add_argument("--later", help="with --device: a later sweep of the same workloads, to score on")
@@ -409,9 +410,9 @@ def main() -> None:
     parser.add_argument("--leave-one-device-out", action="store_true",
                         help="tail study: the tail guard's threshold chosen on the other devices, "
                         "against a tuned plain XGBoost and CART (bench/tail_lodo.py)")
-    parser.add_argument("--lodo-runs", type=Path,
+    parser.add_argument("--lodo-runs", type=Path, nargs="+",
                         help="with --leave-one-device-out: re-judge the predictions saved by a run with "
-                        "--json (its .npz) without training again")
+                        "--json (its .npz; several: a run split by --only) without training again")
     parser.add_argument("--json", type=Path, help="also write the reports to this JSON file")
     parser.add_argument("--core", action="store_true",
                         help="only the nested-CV MRE of IOPS, bandwidth, mean latency and p99 per device")
@@ -428,7 +429,7 @@ def main() -> None:
     if args.lodo_runs:
         from bench.tail_lodo import lodo_table, load_runs, print_lodo
 
-        print_lodo(lodo_table(load_runs(str(args.lodo_runs))))
+        print_lodo(lodo_table(load_runs(*map(str, args.lodo_runs))))
         return
 
     frames: dict[str, pd.DataFrame] = {}
@@ -439,7 +440,7 @@ def main() -> None:
     else:
         datadir = DataDir(tempfile.mkdtemp(prefix="ssdpredict-bench-"))
         for folder in fio_plot_devices():
-            if args.only and args.only not in folder.name:
+            if args.only and not any(part in folder.name for part in args.only.split(",")):
                 continue
             frames[folder.name] = ingest_folder(datadir, folder.name, folder)
     if args.core:

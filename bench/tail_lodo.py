@@ -34,19 +34,29 @@ from bench.physics_study import TAIL, tail_workloads
 from modeling.estimators.families import make_estimator
 from modeling.serving.physics.laws import order_percentiles
 from modeling.training.fit import fit_device_model
+from modeling.workload_matrix import region_codes
 from modeling.training.selection import Candidate, cv_folds, make_candidate, relative_errors, select
 from modeling.training.tail_guard import (
-    BLEND_WEIGHTS, FALLBACK_MULTIPLIER, TAIL_BLEND, TAIL_GUARDS, blend, plain_selection,
+    BLEND_WEIGHTS, FALLBACK_MULTIPLIER, TAIL_BLEND, TAIL_GUARDS, TAIL_ONE_SE, blend, one_se_weight,
+    plain_selection,
 )
 
 THRESHOLDS = (-math.inf, 0.0, 0.5, 1.0, 2.0, 3.0, math.inf)
 """Guard thresholds judged (paired SEs; -inf: the rules always, inf: the plain model always)."""
-SETTINGS = tuple((t, m, b) for b in (False, True) for t in THRESHOLDS for m in (True, False))
+ONE_SE = 2
+"""A setting's blend mode: the one-SE rule's weight (:func:`~modeling.training.tail_guard.one_se_weight`;
+False: the rules or the fallback, True: :func:`~modeling.training.tail_guard.choose_weight`'s)."""
+SETTINGS = tuple((t, m, b) for b in (False, True) for t in THRESHOLDS for m in (True, False)) + tuple(
+    (-math.inf, m, ONE_SE) for m in (True, False)
+)
 """Guard settings judged: each threshold with the fallback's CV multiplier and without, the
-rules alone or blended with the fallback (:func:`modeling.training.tail_guard.choose_weight`)."""
-Setting = tuple[float, bool, bool]
+rules alone or blended with the fallback (:func:`modeling.training.tail_guard.choose_weight`);
+and the one-SE rule's blend (no threshold), with the multiplier and without."""
+Setting = tuple[float, bool, int]
 KINDS = {True: "scaled", False: "raw"}
 """The fallback with its CV multiplier, without."""
+FOLD = "fold"
+"""The run's part that holds each point's outer fold (numbered over the draws; -1: not recorded)."""
 CART_GRID: tuple[Candidate, ...] = tuple(
     make_candidate("extended", "cart", min_samples_leaf=leaf) for leaf in (1, 3, 5, 8)
 )
@@ -73,25 +83,43 @@ def device_tail_runs(frame: pd.DataFrame, budget: float, candidates: list[Candid
     if found is None:
         return None
     w, ys, distinct, X = found
-    parts = [_one_draw(w, ys, distinct, X, budget, candidates, folds, d) for d in range(draws)]
+    inner: dict[str, np.ndarray] = {}
+    parts = [_one_draw(w, ys, distinct, X, budget, candidates, folds, d, inner) for d in range(draws)]
     run = {key: {m: np.concatenate([p[key][m] for p in parts]) for m in parts[0][key]} for key in parts[0]}
     run["ys"] = {m: np.tile(ys[m], draws) for m in TAIL}
+    run["region"] = {m: np.tile(region_codes(w), draws) for m in TAIL}
     run["meta"] = {"draws": np.array(draws)}
+    run["inner"] = inner
     return run
 
 
 def _one_draw(w: np.ndarray, ys: dict[str, np.ndarray], distinct: pd.DataFrame, X: np.ndarray, budget: float,
-              candidates: list[Candidate] | None, folds: int, draw: int) -> dict[str, dict[str, np.ndarray]]:
+              candidates: list[Candidate] | None, folds: int, draw: int, inner_oof: dict[str, np.ndarray]
+              ) -> dict[str, dict[str, np.ndarray]]:
+    """One fold draw's outer predictions; ``inner_oof`` gets each outer fold's guard comparison.
+
+    Per outer fold ``f`` (numbered over the draws: ``draw * folds + f``, :data:`FOLD` per point)
+    and percentile, the inner-CV rows and out-of-fold predictions the guard compared
+    (``fit_device_model(guard_oof=...)``), under ``"{f}/{metric}/{part}"``.
+    """
     n = len(w)
+    fold_of = {m: np.full(n, -1) for m in TAIL}
     rules = {m: np.full(n, np.nan) for m in (*TAIL, "latency_mean_us")}
     # per point, of its outer fold: the guard's advantage over the plain model with its
     # multiplier (z) and without (z_raw), and the inner-CV MREs it compared
     keys = ("fallback", "plain", "cart", "z", "z_raw", "rules_cv", "plain_cv", *_blend_keys())
     out: dict[str, dict[str, np.ndarray]] = {k: {m: np.full(n, np.nan) for m in TAIL} for k in keys}
     labels = np.arange(n) if draw == 0 else np.random.default_rng(draw).permutation(n)
-    for train, test in cv_folds(labels, folds):
+    for f, (train, test) in enumerate(cv_folds(labels, folds)):
+        guard_oof: dict[str, dict] = {}
         model, report = fit_device_model(distinct.iloc[train], time_budget_s=budget, candidates=candidates,
-                                         regions=candidates is None, tail_guard=-math.inf)
+                                         regions=candidates is None, tail_guard=-math.inf,
+                                         guard_oof=guard_oof)
+        fold = draw * folds + f
+        for m, parts in guard_oof.items():
+            fold_of[m][test] = fold
+            for part, v in parts.items():
+                inner_oof[f"{fold}/{m}/{part}"] = np.asarray(v)
         pred = model.predict_matrix(w[test], metrics=[*TAIL, "latency_mean_us"])
         for m in rules:
             rules[m][test] = pred[m][0]
@@ -113,7 +141,7 @@ def _one_draw(w: np.ndarray, ys: dict[str, np.ndarray], distinct: pd.DataFrame, 
             out["plain"][m][test] = raw
             out["fallback"][m][test] = raw * sel.scale
             out["cart"][m][test] = _tuned_raw(list(CART_GRID), X[train], w[train], y_tr, X[test], folds)
-    return {"rules": rules, **out}
+    return {"rules": rules, **out, FOLD: fold_of}
 
 
 def _blend_keys() -> list[str]:
@@ -132,6 +160,8 @@ def _setting(value: float | tuple) -> Setting:
 def weights_at(run: dict[str, object], m: str, t: float, multiplier: bool, blends: bool) -> np.ndarray:
     """Per point, the rules' weight the guard serves (:func:`~modeling.training.tail_guard.choose_weight`)."""
     kind = KINDS[multiplier]
+    if blends == ONE_SE:
+        return _one_se_weights(run, m, multiplier)
     if not blends:
         # a run saved before z_raw was recorded compares with the scaled fallback only
         z = run["z"][m] if multiplier else run.get("z_raw", run["z"])[m]  # type: ignore[index,union-attr]
@@ -143,6 +173,17 @@ def weights_at(run: dict[str, object], m: str, t: float, multiplier: bool, blend
         better = (z >= t) & (cv <= best_cv)
         best_cv = np.where(better, cv, best_cv)
         weight = np.where(better, wt, weight)
+    return weight
+
+
+def _one_se_weights(run: dict[str, object], m: str, multiplier: bool) -> np.ndarray:
+    """Per point, the one-SE rule's weight on its outer fold's inner CV (the run's ``inner`` part)."""
+    inner, folds = run["inner"], run[FOLD][m]  # type: ignore[index]
+    weight = np.full(len(folds), np.nan)
+    for fold in np.unique(folds):
+        at = f"{fold}/{m}/"
+        plain = inner[at + "plain"] if multiplier else inner[at + "plain"] / inner[at + "scale"]
+        weight[folds == fold] = one_se_weight(inner[at + "rules"], plain, inner[at + "y"])[0]
     return weight
 
 
@@ -167,13 +208,20 @@ def served_at(run: dict[str, object], setting: float | Setting | dict[str, float
 
 
 def shipped() -> dict[str, Setting]:
-    """The guard settings the product ships (:data:`TAIL_GUARDS`, :data:`FALLBACK_MULTIPLIER`)."""
-    return {m: (TAIL_GUARDS[m], FALLBACK_MULTIPLIER[m], TAIL_BLEND[m]) for m in TAIL}
+    """The guard settings the product ships (:data:`TAIL_GUARDS`, :data:`FALLBACK_MULTIPLIER`,
+    :data:`TAIL_BLEND`, :data:`TAIL_ONE_SE`)."""
+    return {
+        m: (-math.inf, FALLBACK_MULTIPLIER[m], ONE_SE) if TAIL_BLEND[m] and TAIL_ONE_SE[m]
+        else (TAIL_GUARDS[m], FALLBACK_MULTIPLIER[m], TAIL_BLEND[m])
+        for m in TAIL
+    }
 
 
 def settings_of(run: dict[str, object]) -> tuple[Setting, ...]:
-    """The settings a run can judge (a run saved before the blends were recorded: no blends)."""
-    return SETTINGS if "cv:raw:1" in run else tuple(st for st in SETTINGS if not st[2])
+    """The settings a run can judge (a run saved before the blends, or before the inner CV's
+    predictions, were recorded: not those)."""
+    return tuple(st for st in SETTINGS
+                 if (st[2] != ONE_SE or "inner" in run) and (not st[2] or "cv:raw:1" in run))
 
 
 def _mre(pred: np.ndarray, y: np.ndarray) -> float:
@@ -190,10 +238,16 @@ def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
     together, in ladder order.  The ratio, not the error itself: the SATA SSDs' p99 errors
     (35-160 %, one PM883 draw 45 % and another 162 %) would otherwise decide every device's
     setting, and the issue asks for each device to be no worse than the plain model.
+
+    A percentile the product serves by the one-SE rule (:data:`TAIL_ONE_SE`) has nothing to
+    choose: the rule has no parameter set on the devices, so every device is scored at it
+    (the other percentiles choose among the thresholds, as before the rule).
     """
     settings = [st for st in SETTINGS if all(st in settings_of(run) for run in runs.values())]
+    # a run saved before the inner CV's predictions were recorded: the coarse blends' guard instead
+    base = {m: st if st in settings else (TAIL_GUARDS[m], st[1], True) for m, st in shipped().items()}
     scores = {
-        name: {st: {m: _mre(served_at(run, {**shipped(), m: st})[m], run["ys"][m]) for m in TAIL}
+        name: {st: {m: _mre(served_at(run, {**base, m: st})[m], run["ys"][m]) for m in TAIL}
                for st in settings}
         for name, run in runs.items()
     }
@@ -202,12 +256,13 @@ def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
     for name, run in runs.items():
         others = [o for o in runs if o != name] or [name]
         # ties: the stronger guard, the fallback with its multiplier, no blend
-        chosen = {
-            m: min(settings,
+        coarse = {
+            m: min((st for st in settings if st[2] != ONE_SE),
                    key=lambda st, m=m: (np.mean([math.log(scores[o][st][m] / plain[o][m]) for o in others]),
                                         -st[0], -st[1], st[2]))
             for m in TAIL
         }
+        chosen = {m: base[m] if base[m][2] == ONE_SE else coarse[m] for m in TAIL}
         ys = run["ys"]
         served = served_at(run, chosen)
         draws = int(run.get("meta", {}).get("draws", 1))  # type: ignore[union-attr]
@@ -222,7 +277,15 @@ def lodo_table(runs: dict[str, dict[str, object]]) -> dict[str, dict]:
             ],
             "threshold": chosen,
             "product": {m: _mre(served[m], ys[m]) for m in TAIL},
-            "default": {m: _mre(v, ys[m]) for m, v in served_at(run, shipped()).items()},
+            "default": {m: _mre(v, ys[m]) for m, v in served_at(run, base).items()},
+            # before the one-SE rule: each percentile at its threshold with the coarse blends,
+            # chosen on the others like the rest (the p99 of each fold draw as p99_by_draw)
+            "coarse": {m: scores[name][coarse[m]][m] for m in TAIL},
+            "coarse_p99_by_draw": [
+                _mre(a, y) for a, y in zip(np.split(served_at(run, coarse)[p99], draws),
+                                           np.split(ys[p99], draws), strict=True)
+            ],
+            "coarse_threshold": coarse,
             "rules": scores[name][(-math.inf, True, False)],
             "plain_xgboost": {m: _mre(run["plain"][m], ys[m]) for m in TAIL},
             "cart": {m: _mre(run["cart"][m], ys[m]) for m in TAIL},
@@ -251,12 +314,14 @@ def save_runs(runs: dict[str, dict[str, object]], path: str) -> None:
     np.savez_compressed(path, **flat)
 
 
-def load_runs(path: str) -> dict[str, dict[str, object]]:
+def load_runs(*paths: str) -> dict[str, dict[str, object]]:
+    """The runs saved by :func:`save_runs` (several files: a study split by device, ``--only``)."""
     runs: dict[str, dict[str, dict[str, np.ndarray]]] = {}
-    with np.load(path) as data:
-        for key in data.files:
-            name, part, m = key.split("|")
-            runs.setdefault(name, {}).setdefault(part, {})[m] = data[key]
+    for path in paths:
+        with np.load(path) as data:
+            for key in data.files:
+                name, part, m = key.split("|")
+                runs.setdefault(name, {}).setdefault(part, {})[m] = data[key]
     return runs  # type: ignore[return-value]
 
 
@@ -278,6 +343,8 @@ def _t(t: float | Setting) -> str:
     """A threshold, or a setting: ``x`` marks the fallback with its CV multiplier, ``b`` a blend."""
     if isinstance(t, tuple):
         t0, multiplier, blends = _setting(t)
+        if blends == ONE_SE:
+            return "one-SE" + (" x" if multiplier else "")
         if blends and t0 != math.inf:
             return ("best blend" if t0 == -math.inf else f"{t0:g} SE b") + (" x" if multiplier else "")
         return _t(t0) + (" x" if multiplier and t0 != -math.inf else "")
@@ -319,6 +386,20 @@ def print_lodo(table: dict[str, dict]) -> None:
               f" plain XGBoost {plain:.1%} ({ours / plain:.2f}x);"
               f" loses to the best baseline on {losses[m]} of {n}")
     print("(target: p99 no worse than plain XGBoost on every device, mean p99 <= 0.85x plain XGBoost's)")
+    if any(r["threshold"][m] != r["coarse_threshold"][m] for r in table.values() for m in TAIL):
+        print("\nBefore the one-SE rule (every percentile's threshold and coarse blend chosen on the other"
+              " devices) / with it: MRE per percentile; the p99 per fold draw, plain XGBoost's beside")
+        print("| device | " + " | ".join(short[m] for m in TAIL)
+              + " | p99 per draw: before / one-SE / plain |")
+        print("|---|" + "---|" * len(TAIL) + "---|")
+        for name, r in table.items():
+            cells = [f"{r['coarse'][m]:.1%} / {r['product'][m]:.1%}" for m in TAIL]
+            draws = ", ".join(f"{c:.1%} / {a:.1%} / {b:.1%}"
+                              for c, (a, b) in zip(r["coarse_p99_by_draw"], r["p99_by_draw"], strict=True))
+            print(f"| {name} | " + " | ".join(cells) + f" | {draws} |")
+        cells = [f"{np.mean([r['coarse'][m] for r in table.values()]):.1%} / "
+                 f"{np.mean([r['product'][m] for r in table.values()]):.1%}" for m in TAIL]
+        print("| mean | " + " | ".join(cells) + " | |")
     print("\nMRE by guard threshold, p99 (p99.9) -- the rules always ... the plain model always;"
           " shipped defaults: " + ", ".join(f"{short[m]} {_t(st)}" for m, st in shipped().items()))
     print("| device | " + " | ".join(_t(t) for t in THRESHOLDS) + " |")

@@ -61,10 +61,12 @@ from modeling.training.tail_guard import (
     UNFOLLOWED,
     TAIL_BLEND,
     TAIL_GUARDS,
+    TAIL_ONE_SE,
     blend,
     blend_scope,
     choose_weight,
     knee_share,
+    one_se_weight,
     options,
     plain_selection,
     unscaled,
@@ -241,6 +243,8 @@ class _Fit:
     tail_guard: dict[str, float] | None = None
     # a percentile the guard blended from a ratio: the plain model's out-of-fold predictions, the weight
     blend_plain: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
+    # a bench's sink for the guard's inner out-of-fold predictions (None: not recorded)
+    guard_oof: dict[str, dict[str, Any]] | None = None
 
     def step(self, message: str) -> None:
         """Report one selection call done."""
@@ -261,6 +265,7 @@ def fit_device_model(
     regions: bool = True,
     physics: bool = True,
     tail_guard: float | None = None,
+    guard_oof: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[DeviceModel, dict[str, Any]]:
     """Train all metrics on ``frame``; returns the model and a JSON-ready training report.
 
@@ -271,6 +276,10 @@ def fit_device_model(
     (:mod:`modeling.training.tail_guard`: or a blend of the two, :data:`TAIL_BLEND`); None
     means :data:`TAIL_GUARDS` with the default candidates and no guard with explicit ones
     (``-inf`` records the comparison and always keeps the rules, unblended).
+    ``guard_oof``: a dict the guard fills, per percentile, with what it compared -- the
+    training rows (``w``, ``y``) and the out-of-fold predictions of the rules and of the
+    plain model (``rules``, ``plain`` with its CV multiplier ``scale``) -- so a bench can
+    judge other rules of choice without training again (``bench/tail_lodo.py``).
     """
     start = time.monotonic()
     w_runs, ys_runs, runs = training_rows(frame)
@@ -280,6 +289,7 @@ def fit_device_model(
     fit = _plan(
         w, ys, run_groups, ys_runs, folds, time_budget_s, progress, candidates, feature_sets, regions, physics
     )
+    fit.guard_oof = guard_oof
     if tail_guard is not None:
         fit.tail_guard = dict.fromkeys(GUARDED, tail_guard)
     elif candidates is None:
@@ -405,11 +415,20 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
     # the comparison is with the plain model as it would be served (with its multiplier or not);
     # the bench judges both, and every blend, leave one device out
     scored = {"scaled": options(rules, scaled.oof, y), "raw": options(rules, raw.oof, y)}
+    if fit.guard_oof is not None:
+        fit.guard_oof[metric] = {"w": fit.w, "y": y, "rules": rules.copy(), "plain": scaled.oof.copy(),
+                                 "scale": scaled.scale}
     kind = "scaled" if FALLBACK_MULTIPLIER[metric] else "raw"
     plain = scaled if FALLBACK_MULTIPLIER[metric] else raw
     threshold = fit.tail_guard[metric]
     # -inf keeps the rules alone (the bench's reference: it judges the blends itself)
-    weight = choose_weight(scored[kind], threshold, TAIL_BLEND[metric] and threshold > -math.inf)
+    blends = TAIL_BLEND[metric] and threshold > -math.inf
+    one_se = None
+    if blends and TAIL_ONE_SE[metric] and threshold < math.inf:
+        weight, best = one_se_weight(rules, plain.oof, y)
+        one_se = {"weight": weight, "lowest_cv_weight": best}
+    else:
+        weight = choose_weight(scored[kind], threshold, blends)
     z = scored[kind][1.0][1]
     info = {
         "plain": plain.name,
@@ -428,6 +447,8 @@ def _guard_tail(fit: _Fit, metric: str) -> None:
             k: {f"{wt:g}": [mre, _finite(a)] for wt, (mre, a) in by.items()} for k, by in scored.items()
         },
         "threshold": _finite(threshold),
+        # the one-SE rule's choice where it decides (TAIL_ONE_SE), else None
+        "one_se": one_se,
         "weight": weight,
         "kept": weight == 1.0,
     }

@@ -38,12 +38,16 @@ def device():
     return known_tail(synthetic_rows(noise=0.05, seed=3))
 
 
-def _fit(device, guard, blends=True, regions=False):
+def _fit(device, guard, blends=True, regions=False, one_se=False, guard_oof=None):
+    """Trained with every percentile's blends on or off; the one-SE rule off unless asked
+    (``test_tail_one_se.py``), so the weights here are :func:`choose_weight`'s."""
     with pytest.MonkeyPatch.context() as mp:
         for m in GUARDED:
             mp.setitem(tail_guard.TAIL_BLEND, m, blends)
+            mp.setitem(tail_guard.TAIL_ONE_SE, m, one_se and tail_guard.TAIL_ONE_SE[m])
         return fit_device_model(
-            device, folds=3, candidates=fast_candidates(), regions=regions, tail_guard=guard
+            device, folds=3, candidates=fast_candidates(), regions=regions, tail_guard=guard,
+            guard_oof=guard_oof,
         )
 
 

@@ -128,7 +128,7 @@ def test_points_whose_mean_is_over_their_p99_are_left_out_and_counted() -> None:
     pts.loc[4, "latency_mean_us"] = 20 * pts.loc[4, "latency_p99_us"]
     corr = learn_correction(FakeMMcDevice(MU, 1), pts, LOADS)
     assert clean is not None and corr is not None
-    assert corr.left_out == {"transient": 1} and clean.left_out == {"transient": 0}
+    assert corr.left_out["transient"] == 1 and clean.left_out["transient"] == 0
     assert "1 open-loop point(s) left out" in corr.notes()[0] and clean.notes() == []
     win = _windows([3000.0])
     assert _corrected(corr, win) == pytest.approx(_corrected(clean, win))
@@ -143,3 +143,19 @@ def test_a_corrected_p99_below_its_mean_is_raised_to_it_and_counted() -> None:
     assert consistent_tail(pred) == 1
     assert pred["pred_latency_p99_us"].tolist() == [40.0, 30.0]
     assert pred["pred_latency_p99_us_upper"].tolist() == [40.0, 30.0]
+
+
+def test_points_over_the_replay_paths_capacity_are_left_out_and_counted() -> None:
+    # a token bucket: flat up to its cap (9,000 IO/s of the model's 10,000), a wall past it; the
+    # point at 9,200 IO/s is past the wall and would drag the windows just under it up
+    rates = [100.0, 1000.0, 5000.0, 8000.0]
+    flat = _points(rates, [100.0] * 4)
+    wall = pd.concat([flat, _points([9200.0], [5000.0])], ignore_index=True)
+    win = _windows([8600.0])
+    plain = learn_correction(FakeMMcDevice(MU, 1), wall, LOADS)
+    capped = learn_correction(FakeMMcDevice(MU, 1), wall, LOADS, lambda rows: np.full(len(rows), 0.9))
+    assert plain is not None and capped is not None
+    assert plain.left_out.get("over_capacity", 0) == 0 and capped.left_out["over_capacity"] == 1
+    assert "over the replay path's capacity" in " ".join(capped.notes())
+    assert _corrected(plain, win)[0] > 1.5 * _corrected(capped, win)[0]
+    assert _corrected(capped, win)[0] < 300.0

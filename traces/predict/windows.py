@@ -70,12 +70,14 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
     nj = closed["numjobs"] if "numjobs" in closed else pd.Series(1, index=closed.index)
     loads = sorted({(int(q), int(j)) for q, j in zip(closed["queue_depth"], nj.fillna(1), strict=True)})
     newest = newest_open_loop(frame)
-    correction = learn_correction(model, newest, loads) if len(newest) else None
+    replay = replay_ceilings(newest, frame)
+    # the points are corrected on the curve the windows are predicted on: capped at the replay path's capacity
+    correction = (learn_correction(model, newest, loads, None if replay is None else replay.for_windows)
+                  if len(newest) else None)
     if correction is None:
         notes.append("the device has no open-loop points: light-load latency is the closed-loop method's")
     else:
         notes += correction.notes()
-    replay = replay_ceilings(newest, frame)
     if replay is not None:
         notes += replay.notes()
     notes += engine_notes(frame, device)
