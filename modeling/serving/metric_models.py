@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from modeling.errors import NotFound
+from modeling.errors import NoData, NotFound
 from modeling.estimators.base import RegressorBase
 from modeling.estimators.load_gated import BOUND_MARGIN
 from modeling.serving.feature_lookup import FeatureLookup
@@ -123,7 +123,7 @@ class MetricSpec:
     """A blend: how many of its global scope's leading members predict the ratio to the mean latency
     (the others the percentile itself).  None: every member predicts the scope's own target."""
 
-    def member_target(self, i: int, y: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    def member_target(self, i: int, y: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
         """What member ``i`` of the global scope learns, from the percentile ``y`` and the mean latency.
 
         A direct model's members the metric itself; a ratio's the ratio to the mean; a blend's
@@ -132,6 +132,8 @@ class MetricSpec:
         """
         if self.mode not in MEAN_MODES:
             return y
+        if mean is None:
+            raise NoData(f"{self.metric} is learned as a ratio to the mean latency: the rows have none")
         if self.ratio_members is None:
             return y / (mean if self.mean_power == 1.0 else mean**self.mean_power)
         return y / mean if i < self.ratio_members else y
