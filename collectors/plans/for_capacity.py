@@ -26,14 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from collectors.plans.capacities import closed_rows, mix_capacity
 from collectors.plans.presets import Plan
 from collectors.sweep.openloop import LANES, MIN_REQUESTS, open_loop_seconds
 from collectors.sweep.steady import WARMUP_MS
-from modeling.errors import InvalidInput, NoData
-from modeling.store.open_loop_rows import closed_loop_rows
+from modeling.errors import InvalidInput
 from modeling.training import MIN_ROWS
 from modeling.workload import KIB, MAX_REQUEST_SIZE, Workload
 
@@ -135,22 +134,8 @@ def rates_of(capacity: float, fractions: Sequence[float]) -> list[int]:
 
 def mix_capacities(plan: CapacityPlan, measured: pd.DataFrame) -> list[float]:
     """The most IO/s each planned mix's closed-loop points measured."""
-    closed = closed_loop_rows(measured)
-    if closed.empty:
-        raise NoData("the device has no closed-loop measurements to take capacities from")
-    out = []
-    for w in plan.mixes:
-        same = closed
-        for f in ("write_ratio", "randomness"):
-            same = same[np.isclose(same[f].astype(float), getattr(w, f), atol=1e-6)]
-        for f in ("read_size", "write_size"):
-            col = same[f].fillna(same["request_size"]) if f in same else same["request_size"]
-            same = same[col.astype(float) == getattr(w, f)]
-        if same.empty:
-            raise NoData(f"no closed-loop point of the mix {w.write_ratio:g} writes, {w.request_size} B:"
-                         " run the closed-loop phase first")
-        out.append(float(same["iops"].max()))
-    return out
+    closed = closed_rows(measured)
+    return [mix_capacity(closed, w) for w in plan.mixes]
 
 
 def open_loop_points(plan: CapacityPlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:

@@ -28,11 +28,11 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from collectors.plans.capacities import closed_rows, mix_capacity
 from collectors.plans.presets import Plan
 from collectors.sweep.openloop import MIN_REQUESTS, open_loop_seconds, replay_lanes
 from collectors.sweep.steady import WARMUP_MS
 from modeling.errors import InvalidInput, NoData
-from modeling.store.open_loop_rows import closed_loop_rows
 from modeling.training import MIN_ROWS
 from modeling.workload import MAX_REQUEST_SIZE, Workload
 
@@ -255,23 +255,8 @@ def bracket(mixes: list[MixSpec], ladder: list[int], points: list[Workload], blo
 
 def mix_capacities(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[MixSpec, float]]:
     """Each planned mix and the capacity (most IO/s) its closed-loop points measured."""
-    closed = closed_loop_rows(measured)
-    if closed.empty:
-        raise NoData("the device has no closed-loop measurements to take capacities from")
-    out: list[tuple[MixSpec, float]] = []
-    for mix in plan.mixes:
-        w = mix.workload
-        same = closed
-        for f in ("write_ratio", "randomness"):
-            same = same[np.isclose(same[f].astype(float), getattr(w, f), atol=1e-6)]
-        for f in ("read_size", "write_size"):
-            col = same[f].fillna(same["request_size"]) if f in same else same["request_size"]
-            same = same[col.astype(float) == getattr(w, f)]
-        if same.empty:
-            raise NoData(f"no closed-loop point of the mix {w.write_ratio:g} writes, "
-                         f"{w.read_size}/{w.write_size} B: run the closed-loop phase first")
-        out.append((mix, float(same["iops"].max())))
-    return out
+    closed = closed_rows(measured)
+    return [(mix, mix_capacity(closed, mix.workload)) for mix in plan.mixes]
 
 
 def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:

@@ -10,18 +10,15 @@ real-time where the process may, except closed-loop points with more jobs than C
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.fio.runner import fio_binary
 from collectors.plans.for_capacity import CapacityPlan, mix_capacities, open_loop_points
-from collectors.sweep.for_trace import ENGINE, closed_frame, closed_loop_runner
-from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep, realtime_prefix
-from collectors.sweep.run import Progress, run_sweep
+from collectors.sweep.for_trace import closed_frame, closed_phase, psync_settings
+from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep
+from collectors.sweep.run import Progress
 from collectors.sweep.settings import SweepSettings
-from modeling.errors import InvalidInput
 from modeling.store import DataDir, Sweep
 
 
@@ -36,12 +33,7 @@ class CapacitySweep:
 
 def capacity_settings(settings: SweepSettings) -> SweepSettings:
     """``settings`` with the open-loop points' engine; another engine asked for is an error."""
-    if settings.engine not in (None, "auto", ENGINE):
-        raise InvalidInput(f"--for-capacity measures with the open-loop points' engine ({ENGINE}), "
-                           f"not {settings.engine}: leave --engine out")
-    if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
-        raise InvalidInput("--for-capacity measures a local target only (not remote, NVMe-oF, CSD)")
-    return settings.model_copy(update={"engine": ENGINE})
+    return psync_settings(settings, "--for-capacity", "the open-loop points' engine")
 
 
 def sweep_for_capacity(
@@ -56,13 +48,9 @@ def sweep_for_capacity(
     open-loop phase will take about, between the phases.
     """
     settings = capacity_settings(settings)
-    fio_binary(settings.fio)  # fail before creating files when fio is missing
-    meta: dict[str, Any] = {"for_capacity": plan.to_dict(), "closed_loop_priority": (
-        f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
-        else "normal")}
-    closed = run_sweep(datadir, device, plan.closed, settings, progress=progress, wait=wait,
-                       on_wait=on_wait, runner=closed_loop_runner(settings.fio),
-                       key_extra={"priority": meta["closed_loop_priority"]})
+    closed, info = closed_phase(datadir, device, plan.closed, settings, progress=progress, wait=wait,
+                                on_wait=on_wait)
+    meta: dict[str, Any] = {"for_capacity": plan.to_dict(), **info}
     frame = closed_frame(datadir, closed)
     points = open_loop_points(plan, frame)
     if on_capacities is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from collectors.fio.jobs import JobSettings
 from collectors.plans.for_trace import TracePlan, capacity_points, open_loop_points
+from collectors.plans.presets import Plan
 from collectors.fio.runner import fio_binary, run_fio
 from collectors.sweep.openloop import MIN_REQUESTS, measure_after_sweep, realtime_prefix
 from collectors.sweep.run import Progress, run_sweep
@@ -47,12 +48,34 @@ class TraceSweep:
 
 def trace_settings(settings: SweepSettings) -> SweepSettings:
     """``settings`` with the replay's engine; another engine asked for is an error."""
+    return psync_settings(settings, "--for-trace", "the replay's engine")
+
+
+def psync_settings(settings: SweepSettings, option: str, whose: str) -> SweepSettings:
+    """``settings`` with the engine psync, for a targeted sweep (``option``) on a local target;
+    another engine asked for, or a remote, NVMe-oF or CSD target, is an error."""
     if settings.engine not in (None, "auto", ENGINE):
-        raise InvalidInput(f"--for-trace measures with the replay's engine ({ENGINE}), "
-                           f"not {settings.engine}: leave --engine out")
+        raise InvalidInput(f"{option} measures with {whose} ({ENGINE}), not {settings.engine}: "
+                           "leave --engine out")
     if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
-        raise InvalidInput("--for-trace measures a local target only (not remote, NVMe-oF, CSD)")
+        raise InvalidInput(f"{option} measures a local target only (not remote, NVMe-oF, CSD)")
     return settings.model_copy(update={"engine": ENGINE})
+
+
+def closed_phase(
+    datadir: DataDir, device: str, plan: Plan, settings: SweepSettings, *,
+    progress: Progress | None, wait: bool, on_wait: Callable[[str], None] | None,
+) -> tuple[Sweep, dict[str, Any]]:
+    """A targeted sweep's closed-loop phase (:func:`closed_loop_runner`'s priorities), and the
+    open-loop phase's sweep info naming that priority."""
+    fio_binary(settings.fio)  # fail before creating files when fio is missing
+    priority = (f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
+                else "normal")
+    # the priority is part of what was measured: a rerun as root does not resume a sweep
+    # measured at normal priority (nor the other way round)
+    closed = run_sweep(datadir, device, plan, settings, progress=progress, wait=wait, on_wait=on_wait,
+                       runner=closed_loop_runner(settings.fio), key_extra={"priority": priority})
+    return closed, {"closed_loop_priority": priority}
 
 
 def sweep_for_traces(
@@ -70,15 +93,9 @@ def sweep_for_traces(
     points.
     """
     settings = trace_settings(settings)
-    fio_binary(settings.fio)  # fail before creating files when fio is missing
-    meta: dict[str, Any] = {"for_trace": plan.to_dict(), "closed_loop_priority": (
-        f"real-time up to {os.cpu_count() or 1} jobs (the CPUs), normal above" if realtime_prefix()[0]
-        else "normal")}
-    # the priority is part of what was measured: a rerun as root does not resume a sweep
-    # measured at normal priority (nor the other way round)
-    closed = run_sweep(datadir, device, plan.closed, settings, progress=progress, wait=wait,
-                       on_wait=on_wait, runner=closed_loop_runner(settings.fio),
-                       key_extra={"priority": meta["closed_loop_priority"]})
+    closed, info = closed_phase(datadir, device, plan.closed, settings, progress=progress, wait=wait,
+                                on_wait=on_wait)
+    meta: dict[str, Any] = {"for_trace": plan.to_dict(), **info}
     frame = closed_frame(datadir, closed)
     points = open_loop_points(plan, frame)
     extra = capacity_points(plan, frame) if replay_capacity is not None else []
