@@ -24,7 +24,7 @@ from modeling.store import DataDir, Sweep
 
 @dataclass
 class CapacitySweep:
-    """The two stored sweeps of a ``--for-capacity`` run, and the open-loop phase's time estimate."""
+    """The two stored sweeps of a ``--for-capacity`` run, and how many open-loop points it planned."""
 
     closed: Sweep
     open_loop: Sweep

@@ -245,10 +245,8 @@ def learn_correction(
     rate = win["iops"].to_numpy(np.float64)
     parts = LatencyParts.of(pred)
     saturated = pred["saturated"].to_numpy(bool)
-    over = 0
-    if ceilings is not None and saturated.any():  # saturated only because of the cap
-        uncapped = predict_open_loop(model, win, loads)["saturated"].to_numpy(bool)
-        over = int((saturated & ~uncapped).sum())
+    # saturated only because of the cap: under the model's own capacity, the capped one over the ceiling
+    over = int((saturated & (rate < pred["capacity_iops"].to_numpy(np.float64) / ceiling)).sum())
     ok = ~saturated & (parts.service > 0)
     if not ok.any():
         return None
