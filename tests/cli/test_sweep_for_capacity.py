@@ -34,7 +34,8 @@ def test_for_capacity_measures_closed_and_open_loop_and_capacity_uses_them(
     frame = catalog.measurements("t")
     ol = np.isfinite(frame["offered_iops"]).to_numpy()
     assert (frame["engine"] == "psync").all() and (frame["queue_depth"] == 1).all()
-    assert sorted(frame.loc[~ol, "numjobs"]) == [1, 1, 1, 4, 4, 4, 16, 16, 16]  # 16k, then 32k and 8k (one mix)
+    # 16k, then 32k and 8k (one mix)
+    assert sorted(frame.loc[~ol, "numjobs"]) == [1, 1, 1, 4, 4, 4, 16, 16, 16]
     # the fractions' rates from the 16 KiB mix's capacity, exactly as asked (lanes differ by 1 IO/s)
     capacity = frame.loc[~ol & (frame["request_size"] == 16384), "iops"].max()
     asked = np.sort(frame.loc[ol, "requested_iops"].to_numpy())
