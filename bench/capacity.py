@@ -10,8 +10,8 @@ catalog read, model load and curve).  Targets: one answer < 20 ms, 200 devices <
     .venv/bin/python bench/capacity.py --home DIR --device D  # clone a device of your own
 
 Validation (``--validate``, :mod:`bench.capacity_validate`): on the zram reference (and the
-throttled one with ``--throttled N``), predicted capacities of 3 mixes under 2 targets each,
-then fio open loop with Poisson arrivals at 0.9x, 1.0x and 1.1x of each.
+throttled one with ``--throttled N``, the loop one with ``--loop``), predicted capacities of 3
+mixes under 2 targets each, then fio open loop with Poisson arrivals at 0.9x, 1.0x and 1.1x of each.
 """
 
 from __future__ import annotations
@@ -146,7 +146,10 @@ def main() -> None:
         "--throttled", type=int, help="with --validate: also the throttled reference at N IO/s"
     )
     parser.add_argument("--quick", action="store_true", help="with --validate: a smaller sweep")
-    parser.add_argument("--no-zram", action="store_true", help="with --validate: throttled only")
+    parser.add_argument("--no-zram", action="store_true", help="with --validate: leave zram out")
+    parser.add_argument(
+        "--loop", action="store_true", help="with --validate: also the loop reference (loop over tmpfs)"
+    )
     parser.add_argument("--json", type=Path, help="with --validate: every row to this file")
     parser.add_argument(
         "--throttled-targets",
@@ -172,6 +175,7 @@ def main() -> None:
             json_path=args.json,
             throttled_overrides=overrides,
             keep_home=args.keep_home,
+            loop=args.loop,
         )
         return
     scratch = Path(tempfile.mkdtemp(prefix="bench-capacity-"))

@@ -1,4 +1,4 @@
-"""Latency against offered load on the throttled reference, measured point by point with fio.
+"""Latency against offered load on a reference device, measured point by point with fio.
 
 The 1.0x check of ``bench/capacity.py --validate`` (the measured statistic within 25 % of the
 target when fio offers exactly the predicted capacity) is only meaningful where the curve
@@ -15,7 +15,14 @@ per point: the offered and served IO/s, the mean and p99, and the local elastici
 ``d ln(latency) / d ln(rate)`` between neighbouring points: a 1.0x check within 25 % needs the
 answer's rate error under about ``0.22 / elasticity`` (ln 1.25).
 
+``--kind loop``: a loop device over a tmpfs file (buffered, the loop driver's default), whose
+driver serves one cgroup's requests from a single worker, one after the other: a queue after
+fio's issue timestamp.  Each mix's capacity is measured first (closed loop, the 16 lanes
+without a rate limit), the fractions are of that, and ``--curves`` repeats the whole curve
+to show whether it repeats.
+
     /work/bin/quiet .venv/bin/python bench/capacity_curve.py --iops 200,500
+    /work/bin/quiet .venv/bin/python bench/capacity_curve.py --kind loop --curves 3
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.trace_reference import fio_wrapper  # noqa: E402
 from collectors.devices.reference import create_reference, destroy_reference  # noqa: E402
-from collectors.fio.jobs import JobSettings  # noqa: E402
+from collectors.fio.jobs import JobSettings, global_options, render_job, workload_options  # noqa: E402
+from collectors.fio.results import load_fio_json, parse_fio_document  # noqa: E402
 from collectors.fio.runner import run_fio  # noqa: E402
 from collectors.sweep.openloop import LANES, measure_open_point, offered_rate, realtime_prefix  # noqa: E402
 from modeling.store import DataDir  # noqa: E402
@@ -43,7 +51,13 @@ from modeling.workload import Workload  # noqa: E402
 from traces.capacity.device import parse_mix  # noqa: E402
 
 MIXES = ("write_ratio=0,request_size=4k,randomness=1", "write_ratio=0.4,request_size=16k,randomness=1")
+LOOP_MIXES: tuple[str, ...] = (
+    "write_ratio=0,request_size=64k,randomness=1",
+    "write_ratio=0,request_size=256k,randomness=1",
+    "write_ratio=0.4,request_size=128k,randomness=1",
+)
 FRACTIONS = "0.5,0.6,0.7,0.8,0.85,0.9,0.95,1.0,1.05"
+LOOP_FRACTIONS = "0.3,0.5,0.6,0.7,0.8,0.85,0.9,0.95,1.0"
 
 
 def point(mix: str, rate: float, target: str, size: int, min_requests: int) -> dict[str, float]:
@@ -65,6 +79,66 @@ def point(mix: str, rate: float, target: str, size: int, min_requests: int) -> d
         "mean": float(row["latency_mean_us"]),
         "p99": float(row["latency_p99_us"]),
     }
+
+
+def closed_capacity(mix: str, target: str, size: int, runtime_ms: int = 2000) -> float:
+    """The mix's IO/s with the 16 lanes unlimited (closed loop, QD1 each), at real-time priority."""
+    w = Workload(queue_depth=1, numjobs=LANES, **parse_mix(mix))
+    settings = JobSettings(target=target, engine="psync", size=size, runtime_ms=runtime_ms)
+    job = render_job({**global_options(settings), "group_reporting": "1"}, {"closed": workload_options(w)})
+    doc = load_fio_json(run_fio(job, prefix=realtime_prefix()[0], timeout=120), source="capacity point")
+    return float(parse_fio_document(doc, source="capacity point")[0].row["iops"])
+
+
+def print_curve(points: list[dict[str, float]], fractions: list[float]) -> None:
+    print(
+        f"    {'frac':>5s} {'offered':>8s} {'served':>6s} {'mean us':>9s} {'p99 us':>9s}"
+        f" {'el.mean':>7s} {'el.p99':>7s}"
+    )
+    prev = None
+    for f, p in zip(fractions, points, strict=True):
+        el = ("", "")
+        if prev is not None and p["offered"] != prev["offered"]:
+            dl = np.log(p["offered"] / prev["offered"])
+            el = tuple(f"{np.log(p[s] / prev[s]) / dl:7.1f}" for s in ("mean", "p99"))
+        print(
+            f"    {f:5.2f} {p['offered']:8.0f} {p['served']:6.2f} {p['mean']:9.0f} {p['p99']:9.0f}"
+            f" {el[0]:>7s} {el[1]:>7s}",
+            flush=True,
+        )
+        prev = p
+
+
+def one_loop(fractions: list[float], curves: int, min_requests: int, mixes: tuple[str, ...]) -> None:
+    """Make a loop reference, measure every mix's capacity and ``curves`` curves, destroy it."""
+    home = Path(tempfile.mkdtemp(prefix="bench-capacity-curve-"))
+    datadir = DataDir(home)
+    size_mib = 256
+    ref = create_reference(datadir, "loop", size_mib << 20)
+    span = (size_mib - 16) << 20
+    print(f"{ref.path}: {ref.note}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        for mix in mixes:
+            caps = [closed_capacity(mix, ref.path, span) for _ in range(2)]
+            cap = float(np.mean(caps))
+            print(f"  {mix}: closed-loop capacity {caps[0]:,.0f} / {caps[1]:,.0f} IO/s", flush=True)
+            table = []
+            for c in range(curves):
+                pts = [point(mix, f * cap, ref.path, span, min_requests) for f in fractions]
+                table.append(pts)
+                print(f"   curve {c + 1} (load average {os.getloadavg()[0]:.1f})")
+                print_curve(pts, fractions)
+            if curves > 1:
+                for s in ("mean", "p99"):
+                    v = np.array([[p[s] for p in pts] for pts in table])
+                    spread = v.std(axis=0) / v.mean(axis=0)
+                    print(f"    {s} spread over curves (std/mean) by fraction: "
+                          + " ".join(f"{x:.0%}" for x in spread), flush=True)
+            cap_after = closed_capacity(mix, ref.path, span)
+            print(f"    closed-loop capacity after: {cap_after:,.0f} IO/s", flush=True)
+    finally:
+        destroy_reference(datadir, ref.path)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def one_cap(iops: int, fractions: list[float], floor: float, repeats: int, min_requests: int) -> None:
@@ -117,16 +191,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--iops", default="200,500", help="caps, comma-separated")
-    parser.add_argument("--fractions", default=FRACTIONS, help="of each mix's cap")
+    parser.add_argument("--kind", choices=("throttled", "loop"), default="throttled")
+    parser.add_argument("--iops", default="200,500", help="caps, comma-separated (throttled)")
+    parser.add_argument("--fractions", default=None, help="of each mix's cap")
+    parser.add_argument("--curves", type=int, default=3, help="loop: whole curves per mix")
+    parser.add_argument("--mixes", default=None, help="loop: mixes separated by ';'")
     parser.add_argument("--floor", type=float, default=0.9, help="the fraction run --repeats more times")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--min-requests", type=int, default=1500, help="a point runs for at least this many")
     args = parser.parse_args()
     t0 = time.time()
+    if args.kind == "loop":
+        mixes = tuple(args.mixes.split(";")) if args.mixes else LOOP_MIXES
+        one_loop([float(x) for x in (args.fractions or LOOP_FRACTIONS).split(",")], args.curves,
+                 args.min_requests, mixes)
+        print(f"done in {time.time() - t0:.0f} s")
+        return
     for iops in (int(x) for x in args.iops.split(",")):
         one_cap(
-            iops, [float(x) for x in args.fractions.split(",")], args.floor, args.repeats, args.min_requests
+            iops, [float(x) for x in (args.fractions or FRACTIONS).split(",")], args.floor, args.repeats,
+            args.min_requests,
         )
     print(f"done in {time.time() - t0:.0f} s")
 
