@@ -6,7 +6,12 @@ between runs, so a model cannot be judged on it.  In order of preference:
 * ``zram``: a compressed RAM block device (``/sys/class/zram-control/hot_add``, then
   ``disksize``).  4 KiB logical sectors, so direct I/O must be 4 KiB aligned.  It
   completes I/O on the submitting CPU: it measures the CPU, quietly and repeatably.
-* ``loop``: a loop device over a file in a tmpfs (``/dev/shm``), 512-byte sectors.
+* ``loop``: a loop device over a file in a tmpfs (``/dev/shm``), 512-byte sectors, buffered
+  (``--direct-io=off``).  Unlike zram it queues after the submitter's issue timestamp: the loop
+  driver serves one cgroup's requests from a single worker, one after the other, each a copy
+  from tmpfs, so its latency rises gradually with the offered load (one server, a near-constant
+  service time; bench/capacity_curve.py --kind loop, 2026-11-29: 64 KiB reads mean 57-64 us at
+  0.3 of the capacity, 236-397 us at 0.9), where zram is flat until saturation.
 * ``file``: a scratch file under ``/var/tmp``, the fallback where neither can be made
   (no root, no zram module, no loop devices); it goes through the page cache's disk and
   is as noisy as that disk, which :attr:`Reference.note` says.
@@ -112,7 +117,7 @@ def _make_loop(size: int) -> Reference:
     _fill(backing, size)
     try:
         out = subprocess.run(
-            ["losetup", "--find", "--show", str(backing)],
+            ["losetup", "--find", "--show", "--direct-io=off", str(backing)],
             capture_output=True,
             text=True,
             timeout=30,
