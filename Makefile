@@ -103,7 +103,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@touch $(STAMP)
 
 lint: bootstrap
-	$(BIN)/ruff check collectors modeling service traces tests bench
+	$(BIN)/ruff check collectors modeling service traces tests bench notebooks
 
 typecheck: bootstrap
 	$(BIN)/mypy modeling service

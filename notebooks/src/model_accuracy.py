@@ -27,7 +27,7 @@ from modeling.serving.registry import ModelRegistry
 from modeling.training.evaluate import evaluate_device
 from modeling.training.selection import relative_errors
 from modeling.training.train import train_device
-from modeling.workload import METRIC_UNITS, METRICS, REGION_NAMES, WORKLOAD_FIELDS
+from modeling.workload import METRICS, REGION_NAMES, WORKLOAD_FIELDS
 from modeling.workload_matrix import outstanding_io, region_codes
 
 FOLDS = settings().nb_folds
