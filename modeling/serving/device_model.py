@@ -189,11 +189,18 @@ class Predictor:
         notes = {m: note for m, note in self.tail_notes.items() if m in preds}
         return Prediction(self.device, self.version, preds, far, self.derived, notes)
 
+    def predict_arrays(
+        self, columns: Mapping[str, Any], metrics: Sequence[str] | None = None, model: str = "auto"
+    ) -> MatrixAnswer:
+        """:meth:`predict` of workloads given as columns by field (checked), per metric
+        (value, lower, upper, extrapolated, scope name) arrays: the frame form without a frame."""
+        return self.predict(columns, metrics, model).columns
+
     def predict_frame(
         self, df: pd.DataFrame, metrics: Sequence[str] | None = None, model: str = "auto"
     ) -> pd.DataFrame:
         """:meth:`predict` of a frame's rows: pred_<m>, pred_<m>_lower/_upper, <m>_extrapolated, <m>_model."""
-        out = self.predict({c: df[c] for c in df.columns}, metrics, model).columns
+        out = self.predict_arrays({c: df[c] for c in df.columns}, metrics, model)
         cols: dict[str, Any] = {}
         for metric, (value, lower, upper, extrap, scope) in out.items():
             cols[f"pred_{metric}"] = value

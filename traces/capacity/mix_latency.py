@@ -24,6 +24,7 @@ import pandas as pd
 from modeling.workload import WORKLOAD_FIELDS
 from traces.predict.openloop import Curves, PredictsFrame, cap_curves, closed_loop_curves
 from traces.predict.queueing import P99, ServiceCurve, burst_scale, steady_state
+from traces.predict.utilisation import mix_keys
 from traces.predict.windows import DeviceCurveSource
 from traces.stats import GAP_CENTRES, GAP_EDGES
 
@@ -63,6 +64,17 @@ class MixCurves:
     # (traces.capacity.ceiling); None: no limit
     limits: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        self._keys = mix_keys(self.mixes)  # each mix as the correction's distance sees it
+        self._curves: dict[tuple[int, str], tuple[Curves, ServiceCurve]] = {}
+
+    def curve(self, i: int, bound: str = "value") -> ServiceCurve:
+        """Mix ``i``'s curve under ``bound``, built once (its flow rates with it) for every rate asked."""
+        got = self._curves.get((i, bound))
+        if got is None or got[0] is not self.curves:
+            got = self._curves[(i, bound)] = (self.curves, self.curves.curve(i, bound))
+        return got[1]
+
     @classmethod
     def of(
         cls, model: PredictsFrame, mixes: pd.DataFrame, source: DeviceCurveSource,
@@ -91,7 +103,7 @@ class MixCurves:
 
     def capacity(self, i: int, bound: str = "value") -> float:
         """Mix ``i``'s most IO/s under ``bound``'s curve."""
-        return self.curves.curve(i, bound).capacity
+        return self.curve(i, bound).capacity
 
     def limit(self, i: int, bound: str = "value") -> float:
         """Mix ``i``'s fastest rate vouched for by open-loop points (``inf`` without any).
@@ -107,35 +119,31 @@ class MixCurves:
         return float(self.curves.outstanding[-1])
 
     def latency(self, i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
-        """Mix ``i``'s predicted mean and p99 at each offered rate, under ``bound``."""
+        """Mix ``i``'s predicted mean and p99 at each offered rate, under ``bound`` (arrays only)."""
         rates = np.asarray(rates, np.float64)
         own = self._raw(i, rates, bound)
-        value = own if bound == "value" else self._raw(i, rates, "value")
         mean, p99 = own["mean"] * 1e6, own["p99"] * 1e6
         correction = self.source.correction
-        live = np.isfinite(value["mean"])
-        if correction is not None and live.any():
-            windows = pd.DataFrame({"write_ratio": self.mixes.at[i, "write_ratio"],
-                                    "request_size": self.mixes.at[i, "request_size"],
-                                    "randomness": self.mixes.at[i, "randomness"], "iops": rates[live]})
-            pred = pd.DataFrame({
-                "pred_latency_mean_us": value["mean"][live] * 1e6,
-                "pred_latency_p99_us": value["p99"][live] * 1e6,
-                "pred_service_us": value["service"][live] * 1e6,
-                "pred_service_p99_us": value["service_p99"][live] * 1e6,
-                "saturated": np.zeros(int(live.sum()), dtype=bool),
-            })
-            hist = None
-            if self.gap_hist is not None and self.gap_rate is not None:
-                hist = np.stack([scaled_gaps(self.gap_hist[i], r / self.gap_rate[i]) for r in rates[live]])
-            mean_f, p99_f = correction.factors(windows, pred, hist)
-            mean[live] *= mean_f
-            p99[live] *= p99_f
+        if correction is not None:
+            value = own if bound == "value" else self._raw(i, rates, "value")
+            live = np.isfinite(value["mean"])
+            if live.any():
+                n = int(live.sum())
+                hist = None
+                if self.gap_hist is not None and self.gap_rate is not None:
+                    speedups = rates[live] / self.gap_rate[i]
+                    hist = np.stack([scaled_gaps(self.gap_hist[i], s) for s in speedups])
+                mean_f, p99_f = correction.factors_of(
+                    np.repeat(self._keys[i : i + 1], n, axis=0), rates[live], value["mean"][live] * 1e6,
+                    value["service"][live] * 1e6, value["p99"][live] * 1e6, value["service_p99"][live] * 1e6,
+                    np.zeros(n, dtype=bool), hist)
+                mean[live] *= mean_f
+                p99[live] *= p99_f
         return LatencyAt(rates, mean, p99, rates * mean / 1e6)
 
     def _raw(self, i: int, rates: np.ndarray, bound: str) -> dict[str, np.ndarray]:
         """The uncorrected steady state at each rate (seconds), as ``predict_open_loop`` gives it."""
-        curve = self.curves.curve(i, bound)
+        curve = self.curve(i, bound)
         cap = curve.capacity
         out = {k: np.full(len(rates), math.inf) for k in ("mean", "p99")}
         out["service"] = np.full(len(rates), curve.outstanding[0] / curve.iops[0])
@@ -164,11 +172,9 @@ def steady_states(curve: ServiceCurve, lam: np.ndarray, ca2: float) -> tuple[np.
     lf = np.where(lam <= X[0], lam * L[0] / X[0], between)
     # Poisson arrivals on the flow-equivalent server mu(n), with a geometric tail beyond the last count
     cap = curve.capacity
-    top = max(int(math.ceil(L[-1])), 1)
-    mu = curve.rate(np.arange(1, top + 1, dtype=np.float64))
-    mu[-1] = cap
+    top = len(curve.flow_rates)
     logp = np.concatenate([np.zeros((len(lam), 1)),
-                           np.cumsum(np.log(lam)[:, None] - np.log(mu)[None, :], axis=1)], axis=1)
+                           np.cumsum(np.log(lam)[:, None] - curve.log_flow_rates[None, :], axis=1)], axis=1)
     p = np.exp(logp - logp.max(axis=1, keepdims=True))
     r = lam / cap
     tail_mass = p[:, -1] * r / (1 - r)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows
+from modeling.store.open_loop_rows import OFFERED, closed_loop_rows, open_loop_rows
 from modeling.workload import KIB, MIB
 
 REPLAY_ENGINE = "psync"
 MIX = ("write_ratio", "request_size", "randomness")
+READ = (*MIX, "engine", "queue_depth", "numjobs", "latency_mean_us", OFFERED)
+"""The measurement columns the engine notes read."""
 
 
 def size_words(size: float) -> str:
@@ -75,6 +77,7 @@ def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
 
 def engine_notes(frame: pd.DataFrame, device: str) -> list[str]:
     """Warnings when the device's closed-loop curve was not measured with the replay's engine."""
+    frame = frame[[c for c in READ if c in frame]]  # a few columns: a device's frame has dozens to copy
     closed = closed_loop_rows(frame)
     if closed.empty or "engine" not in closed:
         return []

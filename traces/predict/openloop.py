@@ -28,11 +28,13 @@ import pandas as pd
 
 from modeling.errors import InvalidInput
 from modeling.workload import MIB, WORKLOAD_FIELDS
+from modeling.workload_matrix import FIELD_INDEX
 from traces.predict.queueing import Backlog, ServiceCurve, backlog_over, backlog_wait, steady_state
 
 METHODS = ("open-loop", "trace-qd")
 BOUNDS = ("value", "lower", "upper")
 DEFAULT_LOADS = tuple((qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64))
+_QD, _JOBS = FIELD_INDEX["queue_depth"], FIELD_INDEX["numjobs"]
 
 
 class PredictsFrame(Protocol):
@@ -71,7 +73,25 @@ def closed_loop_curves(
     write_ratios: Sequence[float] | None = None,
     sizes: Sequence[int] | None = None,
 ) -> Curves:
-    """Ask the model for every window's closed-loop curve over ``loads``.
+    """Ask the model for every window's closed-loop curve over ``loads``: :func:`matrix_curves`
+    of the windows' workload fields."""
+    return matrix_curves(model, window_matrix(windows), loads, write_ratios, sizes)
+
+
+def window_matrix(windows: pd.DataFrame) -> np.ndarray:
+    """The ``(n, 9)`` matrix of the windows' workload fields (NaN where a value is missing)."""
+    return windows[list(WORKLOAD_FIELDS)].to_numpy(np.float64, na_value=np.nan)
+
+
+def matrix_curves(
+    model: PredictsFrame,
+    w: np.ndarray,
+    loads: Iterable[tuple[int, int]],
+    write_ratios: Sequence[float] | None = None,
+    sizes: Sequence[int] | None = None,
+) -> Curves:
+    """Every workload's closed-loop curve over ``loads`` (``w``: rows of the workload fields, the
+    load fields ignored); arrays in and out, one model call per swept value a row lies between.
 
     With the device's swept ``write_ratios`` (and request ``sizes``), a window between two
     of them gets the curves at both, blended by where it lies: one request's time linearly
@@ -86,54 +106,75 @@ def closed_loop_curves(
     """
     axes = [(f, np.unique(np.asarray(v, np.float64))) for f, v in (("write_ratio", write_ratios),
                                                                    ("request_size", sizes)) if v is not None]
-    return _blended(model, windows, loads, [(f, v) for f, v in axes if len(v) >= 2])
+    return _blended(model, np.asarray(w, np.float64), loads, [(f, v) for f, v in axes if len(v) >= 2])
 
 
-def _at(windows: pd.DataFrame, field: str, values: np.ndarray) -> pd.DataFrame:
-    """The windows with ``field`` set to ``values`` (a size sets both directions' sizes too)."""
+_SIZE_FIELDS = [FIELD_INDEX[f] for f in ("request_size", "read_size", "write_size")]
+
+
+def _at(w: np.ndarray, field: str, values: np.ndarray) -> np.ndarray:
+    """The workloads with ``field`` set to ``values`` (a size, in whole bytes, sets both directions' too)."""
+    out = w.copy()
     if field != "request_size":
-        return windows.assign(**{field: values})
-    sizes = np.round(values).astype(np.int64)
-    return windows.assign(**{f: sizes for f in ("request_size", "read_size", "write_size") if f in windows})
+        out[:, FIELD_INDEX[field]] = values
+    else:
+        out[:, _SIZE_FIELDS] = np.round(values).astype(np.int64)[:, None]
+    return out
 
 
 def _blended(
-    model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[int, int]],
-    axes: list[tuple[str, np.ndarray]],
+    model: PredictsFrame, w: np.ndarray, loads: Iterable[tuple[int, int]], axes: list[tuple[str, np.ndarray]],
 ) -> Curves:
     if not axes:
-        return _curves(model, windows, loads)
+        return _curves(model, w, loads)
     (field, swept), rest = axes[0], axes[1:]
-    x = windows[field].to_numpy(np.float64)
+    x = w[:, FIELD_INDEX[field]]
     inside = (x > swept[0]) & (x < swept[-1])
     hi_idx = np.clip(np.searchsorted(swept, x), 1, len(swept) - 1)
     lo, hi = np.where(inside, swept[hi_idx - 1], x), np.where(inside, swept[hi_idx], x)
     t = np.where(inside & (hi > lo), (x - lo) / np.where(hi > lo, hi - lo, 1.0), 0.0)[:, None]
-    a = _blended(model, _at(windows, field, lo), loads, rest)
+    a = _blended(model, _at(w, field, lo), loads, rest)
     if not np.any(t > 0):
         return a
-    b = _blended(model, _at(windows, field, hi), loads, rest)
+    b = _blended(model, _at(w, field, hi), loads, rest)
     iops = {k: 1.0 / ((1 - t) / a.iops[k] + t / b.iops[k]) for k in a.iops}
     p99 = {k: (1 - t) * a.p99_s[k] + t * b.p99_s[k] for k in a.p99_s}
     return Curves(a.outstanding, iops, p99, a.extrapolated | b.extrapolated)
 
 
-def _curves(model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[int, int]]) -> Curves:
-    """The model's closed-loop curve of every window over ``loads`` (one batch call)."""
+ModelArrays = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+"""Per metric: (value, lower, upper, extrapolated) arrays, one entry per workload."""
+
+
+def model_arrays(model: PredictsFrame, w: np.ndarray, metrics: Sequence[str]) -> ModelArrays:
+    """The model's answers for the workload matrix ``w``: a device model's own array form
+    (``predict_arrays``: no frame), else its ``predict_frame`` (a test's analytic fake).
+    A bound the model does not give is NaN, an extrapolation flag it does not give False."""
+    columns = {f: w[:, i] for i, f in enumerate(WORKLOAD_FIELDS)}
+    arrays = getattr(model, "predict_arrays", None)
+    if arrays is not None:
+        return {m: a[:4] for m, a in arrays(columns, metrics).items()}
+    pred = model.predict_frame(pd.DataFrame(columns), metrics=list(metrics))
+    nan, no = np.full(len(w), np.nan), np.zeros(len(w), dtype=bool)
+
+    def col(name: str, default: np.ndarray) -> np.ndarray:
+        return pred[name].to_numpy() if name in pred else default
+
+    return {m: (col(f"pred_{m}", nan), col(f"pred_{m}_lower", nan), col(f"pred_{m}_upper", nan),
+                col(f"{m}_extrapolated", no)) for m in metrics}
+
+
+def _curves(model: PredictsFrame, w: np.ndarray, loads: Iterable[tuple[int, int]]) -> Curves:
+    """The model's closed-loop curve of every workload over ``loads`` (one batch call)."""
     pairs = _check_loads(loads)
-    k, m = len(windows), len(pairs)
-    base = windows[list(WORKLOAD_FIELDS)].reset_index(drop=True)
-    grid = base.loc[base.index.repeat(m)].reset_index(drop=True)
-    grid["queue_depth"] = np.tile([q for q, _ in pairs], k)
-    grid["numjobs"] = np.tile([j for _, j in pairs], k)
-    pred = model.predict_frame(grid, metrics=["iops", "latency_p99_us"])
+    k, m = len(w), len(pairs)
+    grid = np.repeat(w, m, axis=0)
+    grid[:, _QD] = np.tile([q for q, _ in pairs], k)
+    grid[:, _JOBS] = np.tile([j for _, j in pairs], k)
+    pred = model_arrays(model, grid, ("iops", "latency_p99_us"))
     products = np.array([q * j for q, j in pairs])
     outstanding = np.unique(products)
-    # The lower latency bound comes with the upper IOPS bound: pair them by what they mean.
-    iops_cols = {"value": "pred_iops", "lower": "pred_iops_upper", "upper": "pred_iops_lower"}
-    p99_cols = {"value": "pred_latency_p99_us", "lower": "pred_latency_p99_us_lower",
-                "upper": "pred_latency_p99_us_upper"}
-    x = pred["pred_iops"].to_numpy(np.float64).reshape(k, m)
+    x = np.asarray(pred["iops"][0], np.float64).reshape(k, m)
     iops: dict[str, np.ndarray] = {}
     p99: dict[str, np.ndarray] = {}
     # the split of each in-flight count with the most IO/s (see the module docstring)
@@ -142,21 +183,20 @@ def _curves(model: PredictsFrame, windows: pd.DataFrame, loads: Iterable[tuple[i
         idx = np.flatnonzero(products == total)
         pick[:, c] = idx[np.argmax(x[:, idx], axis=1)]
     rows = np.arange(k)[:, None]
-    for b in BOUNDS:
-        xi = pred.get(iops_cols[b])
-        pi = pred.get(p99_cols[b])
-        xi_arr = (xi if xi is not None and xi.notna().all() else pred["pred_iops"]).to_numpy(np.float64)
-        pi_arr = (pi if pi is not None and pi.notna().all() else pred["pred_latency_p99_us"]).to_numpy(
-            np.float64
-        )
-        iops[b] = xi_arr.reshape(k, m)[rows, pick]
-        p99[b] = pi_arr.reshape(k, m)[rows, pick] / 1e6
+    # The lower latency bound comes with the upper IOPS bound: pair them by what they mean
+    # (a bound the model does not give everywhere is its value).
+    for b, ib, pb in (("value", 0, 0), ("lower", 2, 1), ("upper", 1, 2)):
+        xi = np.asarray(pred["iops"][ib], np.float64)
+        pi = np.asarray(pred["latency_p99_us"][pb], np.float64)
+        xi = xi if not np.isnan(xi).any() else np.asarray(pred["iops"][0], np.float64)
+        pi = pi if not np.isnan(pi).any() else np.asarray(pred["latency_p99_us"][0], np.float64)
+        iops[b] = xi.reshape(k, m)[rows, pick]
+        p99[b] = pi.reshape(k, m)[rows, pick] / 1e6
     if not (np.all(np.isfinite(iops["value"])) and np.all(iops["value"] > 0)):
         raise InvalidInput("the device model predicted a non-positive IOPS for a window's workload")
     ext = np.zeros(k, dtype=bool)
-    for col in ("iops_extrapolated", "latency_p99_us_extrapolated"):
-        if col in pred:
-            ext |= pred[col].to_numpy(bool).reshape(k, m).any(axis=1)
+    for metric in ("iops", "latency_p99_us"):
+        ext |= np.asarray(pred[metric][3], bool).reshape(k, m).any(axis=1)
     return Curves(outstanding.astype(np.float64), iops, p99, ext)
 
 

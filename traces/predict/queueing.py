@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -57,10 +58,27 @@ class ServiceCurve:
     iops: np.ndarray
     p99_s: np.ndarray
 
-    @property
+    @cached_property
     def capacity(self) -> float:
         """The most IO/s the device reached at any measured load."""
         return float(np.max(self.iops))
+
+    @cached_property
+    def flow_rates(self) -> np.ndarray:
+        """``mu(n)`` at ``n = 1 .. ceil(largest load)``, the last one the capacity (beyond it the
+        device serves at its capacity): the flow-equivalent server, computed once per curve."""
+        top = max(int(math.ceil(self.outstanding[-1])), 1)
+        mu = self.rate(np.arange(1, top + 1, dtype=np.float64))
+        mu[-1] = self.capacity
+        mu.flags.writeable = False
+        return mu
+
+    @cached_property
+    def log_flow_rates(self) -> np.ndarray:
+        """``log`` of :attr:`flow_rates`."""
+        out = np.log(self.flow_rates)
+        out.flags.writeable = False
+        return out
 
     def rate(self, n: np.ndarray) -> np.ndarray:
         """Completion rate ``mu(n)`` at in-flight counts ``n`` >= 1 (non-decreasing).
@@ -94,11 +112,8 @@ def mean_inflight_poisson(curve: ServiceCurve, lam: float) -> float:
     cap = curve.capacity
     if lam >= cap:
         return math.inf
-    top = max(int(math.ceil(curve.outstanding[-1])), 1)
-    n = np.arange(1, top + 1, dtype=np.float64)
-    mu = curve.rate(n)
-    mu[-1] = cap  # beyond the last count the device serves at its capacity
-    logp = np.concatenate([[0.0], np.cumsum(math.log(lam) - np.log(mu))])  # log p(n) - log p(0)
+    top = len(curve.flow_rates)  # beyond the last count the device serves at its capacity
+    logp = np.concatenate([[0.0], np.cumsum(math.log(lam) - curve.log_flow_rates)])  # log p(n) - log p(0)
     shift = logp.max()
     p = np.exp(logp - shift)
     r = lam / cap

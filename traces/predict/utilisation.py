@@ -90,11 +90,17 @@ class LatencyParts:
     @classmethod
     def of(cls, pred: pd.DataFrame) -> LatencyParts:
         """The parts of :func:`traces.predict.openloop.predict_open_loop`'s answer."""
+        return cls.split(*(pred[c].to_numpy(np.float64) for c in (
+            "pred_latency_mean_us", "pred_service_us", "pred_latency_p99_us", "pred_service_p99_us")))
+
+    @classmethod
+    def split(
+        cls, mean: np.ndarray, service: np.ndarray, p99: np.ndarray, service_p99: np.ndarray
+    ) -> LatencyParts:
+        """The parts of a mean and a p99 (us) whose one request alone takes ``service``/``service_p99``."""
         parts = []
-        for total, alone in (("pred_latency_mean_us", "pred_service_us"),
-                             ("pred_latency_p99_us", "pred_service_p99_us")):
-            t = pred[total].to_numpy(np.float64)
-            s = np.minimum(pred[alone].to_numpy(np.float64), t)
+        for t, alone in ((mean, service), (p99, service_p99)):
+            s = np.minimum(alone, t)
             parts += [s, t - s]
         return cls(*parts)
 
@@ -114,7 +120,12 @@ def mix_keys(frame: pd.DataFrame) -> np.ndarray:
 
 def nearest_mix(frame: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
     """Index into ``keys`` (measured mixes, as :func:`mix_keys`) of each row's nearest mix."""
-    dist = (np.abs(mix_keys(frame)[:, None, :] - keys[None, :, :]) * MIX_WEIGHTS).sum(axis=2)
+    return nearest_key(mix_keys(frame), keys)
+
+
+def nearest_key(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Index into ``keys`` of the nearest of each of ``rows`` (both as :func:`mix_keys`)."""
+    dist = (np.abs(rows[:, None, :] - keys[None, :, :]) * MIX_WEIGHTS).sum(axis=2)
     return np.argmin(dist, axis=1)  # type: ignore[no-any-return]
 
 
@@ -170,13 +181,21 @@ class UtilisationCorrection:
         ``gap_hist`` (the characterisation's per-window gap histogram) rescales the cold
         path by each window's own gaps instead of Poisson gaps at its rate.
         """
-        nearest = nearest_mix(windows, self.keys)
-        rate = windows["iops"].to_numpy(np.float64)
-        parts = LatencyParts.of(pred)
-        mean = pred["pred_latency_mean_us"].to_numpy(np.float64)
-        p99 = pred["pred_latency_p99_us"].to_numpy(np.float64)
-        live = ~pred["saturated"].to_numpy(bool) & (mean > 0) & (p99 > 0) & (rate > 0)
-        mean_f, p99_f = np.ones(len(windows)), np.ones(len(windows))
+        mean, service, p99, service_p99 = (pred[c].to_numpy(np.float64) for c in (
+            "pred_latency_mean_us", "pred_service_us", "pred_latency_p99_us", "pred_service_p99_us"))
+        return self.factors_of(mix_keys(windows), windows["iops"].to_numpy(np.float64), mean, service, p99,
+                               service_p99, pred["saturated"].to_numpy(bool), gap_hist)
+
+    def factors_of(
+        self, mixes: np.ndarray, rate: np.ndarray, mean: np.ndarray, service: np.ndarray, p99: np.ndarray,
+        service_p99: np.ndarray, saturated: np.ndarray, gap_hist: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`factors` of windows given as arrays: their mixes (as :func:`mix_keys`), offered
+        rates, predicted mean and p99 (us) with one request's time alone, saturation flags."""
+        nearest = nearest_key(mixes, self.keys)
+        parts = LatencyParts.split(mean, service, p99, service_p99)
+        live = ~saturated & (mean > 0) & (p99 > 0) & (rate > 0)
+        mean_f, p99_f = np.ones(len(rate)), np.ones(len(rate))
         v = self.visible_wait
         for g in np.unique(nearest[live]):
             i = np.flatnonzero(live & (nearest == g))
