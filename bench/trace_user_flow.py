@@ -174,6 +174,8 @@ def _row(report: dict[str, Any]) -> dict[str, Any]:
         "sat_meas": sat.get("measured"),
         "windows": len(report["windows"]),
         "warnings": report["warnings"],
+        # the replay path's capacity: the sweep's and the probes trace validate took before its replay
+        "capacity_probe": report.get("capacity_probe") or [],
     }
 
 
@@ -268,6 +270,10 @@ def print_row(r: dict[str, Any]) -> None:
         f" {_pct(b['sat']):>6s} | {_pct(f['latency_mean_us']):>10s} {_pct(f['latency_p99_us']):>6s}",
         flush=True,
     )
+    for p in a.get("capacity_probe", []):
+        shown = ", ".join(f"{x:,.0f}" for x in p["probes_iops"])
+        print(f"    capacity of {p['mix']}: sweep {p['swept_iops']:,.0f} IO/s, probed {shown} (median"
+              f" {p['probed_iops']:,.0f}, spread {p['spread'] * 100:.0f} %)", flush=True)
 
 
 def summary(rows: list[dict[str, Any]]) -> None:

@@ -1,5 +1,5 @@
-"""The capacity path's arrays give exactly what the frame forms give, on trained devices (real CART
-models, one with open-loop points): the model's curves through ``predict_arrays`` and through
+"""The capacity path's arrays give exactly what the frame forms give, on a trained device with
+open-loop points (a real CART model): the model's curves through ``predict_arrays`` and through
 ``predict_frame``, the open-loop correction through ``factors_of`` and through ``factors``."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import pytest
 
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
-from tests.traces.test_capacity_fleet import fleet_root  # noqa: F401  (the trained devices)
+from tests.service.utils import quick_train
+from tests.traces.conftest import synthetic_rows
+from tests.traces.test_capacity_fleet import open_loop_points
 from traces.capacity.device import curves_of, device_capacity, mix_table, parse_mix, with_ceilings
 from traces.capacity.device import source_and_ceilings
 from traces.capacity.search import search_capacity
@@ -26,6 +28,17 @@ MIXES = mix_table([parse_mix(m) for m in (
     "write_ratio=1,request_size=64k,randomness=0",
 )])
 SLOS = ("p99<=1ms,mean<=500us", "p99<=300us", "mean<=80us", "p99<=10s")
+DEVICE = "slow"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Device ``slow`` (2x the synthetic device) with Poisson open-loop points at one mix, trained."""
+    d = DataDir(tmp_path_factory.mktemp("arrays-home"))
+    d.catalog.ensure_device(DEVICE)
+    d.catalog.add_measurements(DEVICE, synthetic_rows(2.0) + open_loop_points(2.0))
+    quick_train(d, DEVICE)
+    return d.root
 
 
 class FrameOnly:
@@ -40,11 +53,10 @@ class FrameOnly:
         return self._model.predict_frame(df, metrics, model)  # type: ignore[attr-defined, no-any-return]
 
 
-@pytest.mark.parametrize("device", ["slow", "mid"])
-def test_the_curves_from_arrays_equal_the_frame_path(fleet_root: Path, device: str) -> None:  # noqa: F811
-    d = DataDir(fleet_root)
-    model = ModelRegistry(d).load(device)
-    source, _ = source_and_ceilings(d, device, model)
+def test_the_curves_from_arrays_equal_the_frame_path(home: Path) -> None:
+    d = DataDir(home)
+    model = ModelRegistry(d).load(DEVICE)
+    source, _ = source_and_ceilings(d, DEVICE, model)
     args = (source.loads, source.write_ratios, source.sizes)
     arrays = closed_loop_curves(model, MIXES, *args)
     frames = closed_loop_curves(FrameOnly(model), MIXES, *args)
@@ -56,11 +68,11 @@ def test_the_curves_from_arrays_equal_the_frame_path(fleet_root: Path, device: s
     np.testing.assert_array_equal(arrays.outstanding, frames.outstanding)
 
 
-def test_latency_through_factors_of_equals_the_frame_correction(fleet_root: Path) -> None:  # noqa: F811
-    d = DataDir(fleet_root)
-    mc, _ = curves_of(d, "slow", MIXES)
+def test_latency_through_factors_of_equals_the_frame_correction(home: Path) -> None:
+    d = DataDir(home)
+    mc, _ = curves_of(d, DEVICE, MIXES)
     correction = mc.source.correction
-    assert correction is not None  # the device with open-loop points
+    assert correction is not None
     for i in range(len(MIXES)):
         for bound in ("value", "lower", "upper"):
             rates = np.concatenate([np.geomspace(1e-3, 0.999, 9), [1.2]]) * mc.capacity(i, bound)
@@ -85,14 +97,13 @@ def test_latency_through_factors_of_equals_the_frame_correction(fleet_root: Path
             assert np.isinf(at.mean_us[-1])  # beyond capacity
 
 
-@pytest.mark.parametrize("device", ["slow", "mid"])
-def test_capacity_answers_from_arrays_equal_the_frame_path(fleet_root: Path, device: str) -> None:  # noqa: F811
-    d = DataDir(fleet_root)
-    model = ModelRegistry(d).load(device)
-    source, measured = source_and_ceilings(d, device, model)
+def test_capacity_answers_from_arrays_equal_the_frame_path(home: Path) -> None:
+    d = DataDir(home)
+    model = ModelRegistry(d).load(DEVICE)
+    source, measured = source_and_ceilings(d, DEVICE, model)
     frames = with_ceilings(FrameOnly(model), MIXES, source, measured)
     for text in SLOS:
         slo = parse_slo(text)
-        answers = device_capacity(d, device, MIXES, slo, suggest=False).answers
+        answers = device_capacity(d, DEVICE, MIXES, slo, suggest=False).answers
         want = [search_capacity(frames, i, slo).to_dict() for i in range(len(MIXES))]
         assert [a.to_dict() for a in answers] == want

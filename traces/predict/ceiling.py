@@ -35,6 +35,19 @@ class ReplayCeilings:
     shares: np.ndarray  # (g,) in (0, 1]; 1 where the mix has no replay measurement
     served: np.ndarray  # (g,) the replay's served IO/s (NaN without one)
     capacity: np.ndarray  # (g,) the closed-loop capacity
+    # (g,) the replay's served IO/s as sweep --for-trace measured it, where ``served`` was
+    # replaced by a probe taken beside the validation (:meth:`probed`); None: all from the sweep
+    swept: np.ndarray | None = None
+
+    def probed(self, served: dict[int, float]) -> ReplayCeilings:
+        """These ceilings with mix ``i``'s served rate replaced by ``served[i]`` (a probe of the replay
+        path taken now, :mod:`traces.validate.capacity_probe`); the sweep's own kept as ``swept``."""
+        got = self.served.copy()
+        for i, iops in served.items():
+            got[i] = iops
+        cap = self.capacity
+        shares = np.where(np.isfinite(got) & np.isfinite(cap) & (cap > 0), np.clip(got / cap, 1e-3, 1.0), 1.0)
+        return ReplayCeilings(self.keys, shares, got, cap, self.served if self.swept is None else self.swept)
 
     def for_windows(self, windows: pd.DataFrame) -> np.ndarray:
         """Each window's ceiling: its nearest measured mix's share."""
@@ -43,15 +56,17 @@ class ReplayCeilings:
     def notes(self) -> list[str]:
         """One line per mix capped, with the replay's and the closed loop's numbers."""
         out = []
-        for (wr, log_size, _), share, served, cap in zip(
-            self.keys, self.shares, self.served, self.capacity, strict=True
+        swept = self.served if self.swept is None else self.swept
+        for (wr, log_size, _), share, served, cap, before in zip(
+            self.keys, self.shares, self.served, self.capacity, swept, strict=True
         ):
             if share < 1:
                 mix = f"{size_words(2.0**log_size)} {kind_words(wr)}"
+                how = ("measured by sweep --for-trace" if served == before or not np.isfinite(before)
+                       else f"probed by trace validate just now (sweep --for-trace measured {before:,.0f})")
                 out.append(
                     f"capacity capped at {share:.0%} of the closed-loop capacity for {mix}: "
-                    f"the replay path's own, measured by sweep --for-trace ({served:,.0f} of "
-                    f"{cap:,.0f} IO/s)"
+                    f"the replay path's own, {how} ({served:,.0f} of {cap:,.0f} IO/s)"
                 )
         return out
 

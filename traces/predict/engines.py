@@ -46,15 +46,15 @@ def _light(rows: pd.DataFrame) -> pd.DataFrame:
 def _qd1(closed: pd.DataFrame, engine: str) -> pd.DataFrame:
     """The closed-loop points of ``engine`` at queue depth 1 and one job, as the lightest load."""
     one = (closed["engine"] == engine) & (closed["queue_depth"] == 1) & (closed.get("numjobs", 1) == 1)
+    if not one.any():
+        return closed.iloc[:0]
     return closed[one].assign(_load=0.0, _how="closed loop QD1")
 
 
 def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
     """``"4 KiB QD1 reads 31 us io_uring vs 6.2 us psync (...)"`` for a mix measured both ways, or None."""
     closed = closed_loop_rows(frame)
-    qd1 = _qd1(closed, other)
-    if qd1.empty:
-        return None
+    # the psync side first: a device swept with one other engine only (most) has none to compare
     psync_closed = _qd1(closed, REPLAY_ENGINE)
     parts = [psync_closed] if len(psync_closed) else []
     ol = open_loop_rows(frame)
@@ -63,6 +63,9 @@ def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
         rate = ol["offered_iops"].astype(float)
         parts.append(ol.assign(_load=rate, _how=[f"open loop at {r:.0f} IO/s" for r in rate]))
     if not parts:
+        return None
+    qd1 = _qd1(closed, other)
+    if qd1.empty:
         return None
     psync = _light(pd.concat(parts, ignore_index=True))
     both = _light(qd1).merge(psync, on=list(MIX), suffixes=("", "_psync"))

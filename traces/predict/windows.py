@@ -13,6 +13,7 @@ Windows with fewer than :data:`MIN_WINDOW_REQUESTS` requests are predicted but m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swep
 from traces.predict.utilisation import UtilisationCorrection, learn_correction
 
 MIN_WINDOW_REQUESTS = 20
+# given a device's replay ceilings (as sweep --for-trace measured them) and its newest open-loop
+# rows, the ceilings to predict with (trace validate's probe of the replay path, taken now)
+ReplayAdjust = Callable[[ReplayCeilings, pd.DataFrame], ReplayCeilings]
 
 
 @dataclass
@@ -58,9 +62,10 @@ class DeviceCurveSource:
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame,
-                  frame: pd.DataFrame | None = None) -> DeviceCurveSource:
+                  frame: pd.DataFrame | None = None, adjust: ReplayAdjust | None = None) -> DeviceCurveSource:
     """The device's measured closed-loop loads and its open-loop correction, from the catalog
-    (or from ``frame``, its measurements when the caller has read them already)."""
+    (or from ``frame``, its measurements when the caller has read them already); ``adjust``
+    replaces the replay ceilings the sweep measured before the correction is learnt on them."""
     frame = datadir.catalog.measurements(device) if frame is None else frame
     notes: list[str] = []
     if frame.empty or "queue_depth" not in frame:
@@ -71,6 +76,8 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
     loads = sorted({(int(q), int(j)) for q, j in zip(closed["queue_depth"], nj.fillna(1), strict=True)})
     newest = newest_open_loop(frame)
     replay = replay_ceilings(newest, frame)
+    if replay is not None and adjust is not None:
+        replay = adjust(replay, newest)
     # the points are corrected on the curve the windows are predicted on: capped at the replay path's capacity
     correction = (learn_correction(model, newest, loads, None if replay is None else replay.for_windows)
                   if len(newest) else None)
@@ -229,16 +236,19 @@ def predict_trace(
     model_version: str | None = None,
     registry: ModelRegistry | None = None,
     ceiling: float = 1.0,
+    probe: Callable[[ReplayCeilings, pd.DataFrame, pd.DataFrame], ReplayCeilings] | None = None,
 ) -> tuple[TracePrediction, Characterization]:
     """Characterise a trace and predict every window on ``device``.
 
     ``ceiling`` (open-loop only) caps the device's capacity at that fraction of the model's:
     validation on a reference whose replay path serves less than its closed-loop sweeps
-    (:mod:`traces.replay.capacity`).
+    (:mod:`traces.replay.capacity`).  ``probe(ceilings, open_loop_rows, windows)``: the replay
+    ceilings to use instead of the sweep's (``trace validate``'s probe of the replay path now).
     """
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
     char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
-    source = device_source(datadir, device, model)
+    adjust = None if probe is None else (lambda ceilings, rows: probe(ceilings, rows, char.windows))
+    source = device_source(datadir, device, model, adjust=adjust)
     if ceiling != 1.0:
         source.ceiling = ceiling
         source.notes.append(f"capacity capped at {ceiling * 100:.0f} % of the model's (the replay path's)")

@@ -46,6 +46,7 @@ from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization
 from traces.predict.windows import TracePrediction, predict_trace
+from traces.validate.capacity_probe import PROBES, CapacityProber
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 # a window's p99 is compared only with this many requests: below it the "p99" is one of the
@@ -61,10 +62,13 @@ class ValidationReport(TracePrediction):
     replay: dict[str, Any] | None = None
     plot: str | None = None
     device_check: dict[str, Any] | None = None
+    # the replay path's capacity probed before predicting, per mix (traces.validate.capacity_probe)
+    capacity_probe: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
-        return self._json({"replay": self.replay, "device_check": self.device_check, "plot": self.plot})
+        return self._json({"replay": self.replay, "device_check": self.device_check,
+                           "capacity_probe": self.capacity_probe, "plot": self.plot})
 
 
 def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -187,29 +191,43 @@ def validate_trace(
     fio: str | None = None,
     device_check: bool = True,
     resize: str = "round-up",
+    capacity_probes: int = PROBES,
 ) -> ValidationReport:
     """Predict every window of a trace on ``device`` and compare with measurements.
 
     ``device_check`` (with a ``target``): probe the target at the trace's mix first.
+    ``capacity_probes`` (with a ``target`` and ``destroy_data``, open-loop): before predicting,
+    measure the replay path's capacity that many times at each mix the trace comes near whose
+    capacity ``sweep --for-trace`` measured, and predict with the median
+    (:mod:`traces.validate.capacity_probe`); 0 predicts with the sweep's.
     ``resize``: the replay's rule for sizes the target cannot take (:func:`traces.replay.iolog.remap`).
     """
     registry = registry or ModelRegistry(datadir)  # one cache: the device check reuses the model
+    if target is not None and (window_requests is not None or window_s is None):
+        raise InvalidInput(
+            "validation with a replay target needs time windows (--window), not --window-requests"
+        )
+    if target is not None:
+        from traces.replay.run import check_resize
+
+        check_resize(path, target, fmt=fmt, resize=resize)  # before the probes claim the target
+    prober = None
+    if target is not None and capacity_probes > 0 and destroy_data and method == "open-loop":
+        prober = CapacityProber(target, destroy_data, datadir.catalog, capacity_probes)
     prediction, char = predict_trace(
         datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
-        method=method, model_version=model_version, registry=registry,
+        method=method, model_version=model_version, registry=registry, probe=prober,
     )
     replay_info = None
     check = None
     warnings = list(prediction.warnings)
+    probed = None if prober is None else [p.to_dict() for p in prober.found]
+    warnings += [p["note"] for p in probed or []]
     if target is not None:
-        if window_requests is not None or window_s is None:
-            raise InvalidInput(
-                "validation with a replay target needs time windows (--window), not --window-requests"
-            )
+        assert window_s is not None  # refused above
         from traces.replay.iolog import DEFAULT_SIZE, prepare_target
-        from traces.replay.run import check_resize, replay
+        from traces.replay.run import replay
 
-        check_resize(path, target, fmt=fmt, resize=resize)  # before the device check claims the target
         if device_check:
             # claimed (a file target created or grown) as the replay would, so the probe reads real data
             prepare_target(target, destroy_data, DEFAULT_SIZE, datadir.catalog)
@@ -236,7 +254,7 @@ def validate_trace(
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
     return ValidationReport(
         device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot,
-        device_check=check,
+        device_check=check, capacity_probe=probed,
     )
 
 

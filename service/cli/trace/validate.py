@@ -52,6 +52,13 @@ def validate_cmd(
                      help="with --target: probe it at QD1 first against the model (drift since the sweep)"),
     ] = True,
     resize: ResizeOption = "round-up",
+    capacity_probes: Annotated[
+        int,
+        typer.Option("--capacity-probes", min=0, max=9,
+                     help="with --target and --destroy-data: measure the replay path's capacity this many "
+                     "times before the replay where sweep --for-trace measured it, and predict with the "
+                     "median (0: the sweep's)"),
+    ] = 3,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate.compare import validate_trace
@@ -73,6 +80,7 @@ def validate_cmd(
         fio=get_settings().fio,
         device_check=device_check,
         resize=resize,
+        capacity_probes=capacity_probes,
     )
     if emit(report, output, json_out, "warning"):
         return
@@ -97,6 +105,8 @@ def _print_report(report: ValidationReport) -> None:
             f"(predicted {sat['predicted']}, measured {sat['measured']})",
             highlight=False,
         )
+    for probe in report.capacity_probe or []:
+        console.print(probe["note"], highlight=False)
     if report.device_check:
         console.print(report.device_check["note"], highlight=False)
     if report.plot:
