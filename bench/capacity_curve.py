@@ -97,16 +97,21 @@ def print_curve(points: list[dict[str, float]], fractions: list[float]) -> None:
     )
     prev = None
     for f, p in zip(fractions, points, strict=True):
-        el = ("", "")
-        if prev is not None and p["offered"] != prev["offered"]:
-            dl = np.log(p["offered"] / prev["offered"])
-            el = tuple(f"{np.log(p[s] / prev[s]) / dl:7.1f}" for s in ("mean", "p99"))
-        print(
-            f"    {f:5.2f} {p['offered']:8.0f} {p['served']:6.2f} {p['mean']:9.0f} {p['p99']:9.0f}"
-            f" {el[0]:>7s} {el[1]:>7s}",
-            flush=True,
-        )
+        print_point(f, p, prev)
         prev = p
+
+
+def print_point(f: float, p: dict, prev: dict | None) -> None:
+    """One curve row: the point and its elasticity against the previous one (none at equal rates)."""
+    el = ("", "")
+    if prev is not None and p["offered"] != prev["offered"]:  # 16 lanes: equal rates happen
+        dl = np.log(p["offered"] / prev["offered"])
+        el = tuple(f"{np.log(p[s] / prev[s]) / dl:7.1f}" for s in ("mean", "p99"))
+    print(
+        f"    {f:5.2f} {p['offered']:8.0f} {p['served']:6.2f} {p['mean']:9.0f} {p['p99']:9.0f}"
+        f" {el[0]:>7s} {el[1]:>7s}",
+        flush=True,
+    )
 
 
 def one_loop(fractions: list[float], curves: int, min_requests: int, mixes: tuple[str, ...]) -> None:
@@ -161,15 +166,7 @@ def one_cap(iops: int, fractions: list[float], floor: float, repeats: int, min_r
             prev = None
             for f in fractions:
                 p = point(mix, f * cap, ref.path, (size_mib - 16) << 20, min_requests)
-                el = ("", "")
-                if prev is not None and p["offered"] != prev["offered"]:  # 16 lanes: equal rates happen
-                    dl = np.log(p["offered"] / prev["offered"])
-                    el = tuple(f"{np.log(p[s] / prev[s]) / dl:7.1f}" for s in ("mean", "p99"))
-                print(
-                    f"    {f:5.2f} {p['offered']:8.0f} {p['served']:6.2f} {p['mean']:9.0f} {p['p99']:9.0f}"
-                    f" {el[0]:>7s} {el[1]:>7s}",
-                    flush=True,
-                )
+                print_point(f, p, prev)
                 prev = p
             runs = [
                 point(mix, floor * cap, ref.path, (size_mib - 16) << 20, min_requests) for _ in range(repeats)
