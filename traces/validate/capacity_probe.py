@@ -94,22 +94,26 @@ class CapacityProber:
         near = nearest_mix(windows, ceilings.keys)
         row_mix = nearest_mix(rows, ceilings.keys)
         rate = windows["iops"].to_numpy(np.float64)
-        served: dict[int, float] = {}
+        todo = []
         for i in np.unique(near):
             swept = float(ceilings.served[i])
             mine = rows[row_mix == i]
             near_it = np.nanmax(rate[near == i]) >= NEAR_CAPACITY * swept
-            if mine.empty or not np.isfinite(swept) or not near_it:
-                continue
+            if not mine.empty and np.isfinite(swept) and near_it:
+                todo.append((int(i), swept, mine))
+        if not todo:
+            return ceilings
+        # claimed (a file target created or grown) as the replay would, so the probes read real data
+        span, _ = prepare_target(self.target, self.destroy_data, DEFAULT_SIZE, self.catalog)
+        job = JobSettings(target=self.target, engine="psync", size=min(span, DEFAULT_SIZE))
+        served: dict[int, float] = {}
+        for i, swept, mine in todo:
             workload = Workload.from_row(mine.iloc[-1].to_dict())
             offered = int(round(OVERLOAD * float(ceilings.capacity[i])))
-            # claimed (a file target created or grown) as the replay would, so the probes read real data
-            span, _ = prepare_target(self.target, self.destroy_data, DEFAULT_SIZE, self.catalog)
-            job = JobSettings(target=self.target, engine="psync", size=min(span, DEFAULT_SIZE))
             probes = [float(replay_capacity_point(workload, offered, job, catalog=self.catalog)[0]["iops"])
                       for _ in range(self.repeats)]
             wr, log_size, _ = mix_keys(mine.iloc[[-1]])[0]
             mix = f"{size_words(2.0**log_size)} {kind_words(wr)}"
             self.found.append(CapacityProbe(mix, swept, float(ceilings.capacity[i]), probes))
-            served[int(i)] = self.found[-1].iops
-        return ceilings.probed(served) if served else ceilings
+            served[i] = self.found[-1].iops
+        return ceilings.probed(served)

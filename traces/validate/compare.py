@@ -221,8 +221,8 @@ def validate_trace(
     replay_info = None
     check = None
     warnings = list(prediction.warnings)
+    # reported once, as the report's capacity_probe (printed by the CLI), not again as a warning
     probed = None if prober is None else [p.to_dict() for p in prober.found]
-    warnings += [p["note"] for p in probed or []]
     if target is not None:
         assert window_s is not None  # refused above
         from traces.replay.iolog import DEFAULT_SIZE, prepare_target
