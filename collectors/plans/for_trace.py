@@ -53,10 +53,6 @@ MIX_GRID = 0.1
 # were served 5,100-6,500 (docs/benchmarks.md, the user's trace flow); 3x caps lower
 OVERLOAD = 3.0
 NEAR_CAPACITY = 0.3
-# a replayed open-loop point's cost beyond its measured part: the calibration replay and two
-# fio start-ups of 16 lanes (throttled zram, 2026-11-29: 4 s Poisson traces at 400-1,900 IO/s
-# replayed in 6.0-7.0 s)
-REPLAY_OVERHEAD_S = 2.5
 
 
 class Characterised(Protocol):
@@ -92,23 +88,17 @@ class TracePlan:
         return sum(len(m.own_rates) + len(self.fractions) for m in self.mixes)
 
     def seconds(self, runtime_ms: int, ramp_ms: int = 0, min_requests: int = MIN_REQUESTS,
-                overhead_s: float = 1.0, warmup_ms: int = WARMUP_MS, replayed: bool = False) -> float:
+                overhead_s: float = 1.0, warmup_ms: int = WARMUP_MS) -> float:
         """About how long the whole plan takes: closed-loop points, then open-loop points.
 
         The capacity fractions' rates are not known before the closed-loop phase: they are
-        counted at the sweep's runtime, the traces' own rates at theirs.  ``replayed``: the
-        open-loop points are measured through the replay path (:mod:`traces.replay.openloop`),
-        with no warm-up but a calibration run and two fio start-ups (:data:`REPLAY_OVERHEAD_S`).
+        counted at the sweep's runtime, the traces' own rates at theirs.
         """
         closed = len(self.closed) * ((runtime_ms + ramp_ms) / 1000.0 + overhead_s)
         own = [(m.workload, int(r)) for m in self.mixes for r in m.own_rates]
-        if replayed:
-            warmup_ms, ramp_ms, open_overhead = 0, 0, REPLAY_OVERHEAD_S
-        else:
-            open_overhead = overhead_s
-        per_point = (runtime_ms + ramp_ms + warmup_ms) / 1000.0 + open_overhead
+        per_point = (runtime_ms + ramp_ms + warmup_ms) / 1000.0 + overhead_s
         frac = len(self.mixes) * len(self.fractions) * per_point
-        own_s = open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, open_overhead, warmup_ms)
+        own_s = open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s, warmup_ms)
         return closed + own_s + frac
 
     def to_dict(self) -> dict[str, Any]:

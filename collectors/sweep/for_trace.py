@@ -83,7 +83,6 @@ def sweep_for_traces(
     progress: Progress | None = None, open_progress: Callable[[int, int], None] | None = None,
     wait: bool = False, on_wait: Callable[[str], None] | None = None, min_requests: int = MIN_REQUESTS,
     replay_capacity: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
-    replay_point: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
 ) -> TraceSweep:
     """Measure ``plan`` on ``settings.target``: closed-loop points with psync, then open-loop points.
 
@@ -91,9 +90,7 @@ def sweep_for_traces(
     path (:func:`traces.replay.capacity.replay_capacity_point`, which this package cannot
     import): given, the mixes whose traces come near their capacity get one
     (:func:`collectors.plans.for_trace.capacity_points`), stored and resumed with the open-loop
-    points.  ``replay_point(workload, rate, job)`` measures the open-loop points through the
-    replay path too (:func:`traces.replay.openloop.replay_open_point`) instead of by fio's
-    rate-limited jobs.
+    points.
     """
     settings = trace_settings(settings)
     closed, info = closed_phase(datadir, device, plan.closed, settings, progress=progress, wait=wait,
@@ -104,8 +101,7 @@ def sweep_for_traces(
     extra = capacity_points(plan, frame) if replay_capacity is not None else []
     opened = measure_after_sweep(datadir, device, closed, settings, plan.fractions, progress=open_progress,
                                  min_requests=min_requests, plan=points, info=meta, wait=wait,
-                                 capacity_points=extra, measure_capacity=replay_capacity,
-                                 measure_point=replay_point)
+                                 capacity_points=extra, measure_capacity=replay_capacity)
     return TraceSweep(closed, opened)
 
 

@@ -176,16 +176,13 @@ def build_open_loop_job(workload: Workload, rate_iops: int, settings: JobSetting
 
 def open_loop_key(device: str, plan: Sequence[tuple[Workload, int]], settings: JobSettings,
                   min_requests: int, capacity_points: Sequence[tuple[Workload, int]] = (),
-                  warmup_ms: int = WARMUP_MS, method: str = "fio") -> str:
+                  warmup_ms: int = WARMUP_MS) -> str:
     """The identity of an open-loop phase: device, points, target, span, timing, request floor.
 
     Rerunning the same phase (after Ctrl-C, ``kill -9`` or a crash) finds its stored points
-    by this key and measures only the missing ones.  ``method`` says how the plan's points are
-    measured (fio's rate-limited jobs, or ``replay``: :func:`measure_open_loop`'s ``measure_point``),
-    so that a phase measured one way never resumes with points of the other.
+    by this key and measures only the missing ones.
     """
     ident = {"device": device, "kind": "open-loop", "min_requests": min_requests,
-             **({"method": method} if method != "fio" else {}),
              "priority": "realtime" if realtime_prefix()[0] else "normal",
              "points": [[w.as_row(), int(rate)] for w, rate in plan],
              **({"capacity": [[w.as_row(), int(r)] for w, r in capacity_points]} if capacity_points else {}),
@@ -260,7 +257,6 @@ def measure_open_loop(
     capacity_points: Sequence[tuple[Workload, int]] = (),
     measure_capacity: MeasurePoint | None = None,
     warmup_ms: int = WARMUP_MS,
-    measure_point: MeasurePoint | None = None,
 ) -> Sweep:
     """Run the open-loop points of ``device`` (see the module docstring) and store each as it is measured.
 
@@ -276,10 +272,6 @@ def measure_open_loop(
     the plan's points and stored in the same sweep) are points offered beyond what the path
     they are measured through serves: ``sweep --for-trace`` measures the replay path's own
     capacity so (:mod:`traces.replay.capacity`), and it resumes like any other point.
-
-    ``measure_point`` measures the plan's points instead of fio's rate-limited jobs
-    (``sweep --for-trace``: through the replay path, :mod:`traces.replay.openloop`); the
-    phase's key and info say so (``open_loop_method`` ``replay``).
     """
     if capacity_points and measure_capacity is None:
         raise InvalidInput("capacity points need a way to measure them")
@@ -294,13 +286,11 @@ def measure_open_loop(
             plan = open_loop_plan(catalog.measurements(device), fractions, max_mixes)
         plan = list(plan)
         extra = list(capacity_points)
-        method = "fio" if measure_point is None else "replay"
-        key = open_loop_key(device, plan, settings, min_requests, extra, warmup_ms, method)
+        key = open_loop_key(device, plan, settings, min_requests, extra, warmup_ms)
         sweep = catalog.find_complete_sweep(device, key) or catalog.find_resumable_sweep(device, key)
         if sweep is None:
             meta = {"kind": "open-loop", "fractions": list(fractions), "jobs": LANES, "engine": "psync",
                     "min_requests": min_requests, "priority": "normal" if why else "realtime",
-                    "open_loop_method": method,
                     "warnings": [why] if why else [], **(info or {})}
             sweep = catalog.create_sweep(
                 device, source="open-loop", plan={"open_loop": [[w.as_row(), int(r)] for w, r in plan],
@@ -312,9 +302,8 @@ def measure_open_loop(
             progress(len(completed), total)
         if sweep.status == "complete":
             return sweep
-        fio_point: MeasurePoint = measure_point or partial(
-            measure_open_point, settings=settings, runner=runner, min_requests=min_requests,
-            warmup_ms=warmup_ms)
+        fio_point: MeasurePoint = partial(measure_open_point, settings=settings, runner=runner,
+                                          min_requests=min_requests, warmup_ms=warmup_ms)
         steps = [(w, r, fio_point) for w, r in plan] + [(w, r, measure_capacity) for w, r in extra]
         for seq, (workload, rate, measure) in enumerate(steps):
             if (seq, 0) in completed:
@@ -342,13 +331,11 @@ def measure_after_sweep(
     wait: bool = False,
     capacity_points: Sequence[tuple[Workload, int]] = (),
     measure_capacity: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
-    measure_point: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]] | None = None,
 ) -> Sweep:
     """The open-loop points of a finished closed-loop sweep, on its target with its span and timing.
 
     ``plan``, ``capacity_points`` as in :func:`measure_open_loop` (default plan: ``fractions`` of
-    each mix's capacity); ``measure_capacity`` and ``measure_point`` (the plan's points measured
-    another way than fio's jobs) also get the points' job settings (target, span, runtime).
+    each mix's capacity); ``measure_capacity`` also gets the points' job settings (target, span).
     """
     if settings.job_remote is not None or settings.nvmeof is not None or settings.device_class == "csd":
         raise InvalidInput("open-loop points are measured on a local target only (not remote, NVMe-oF, CSD)")
@@ -368,11 +355,10 @@ def measure_after_sweep(
     )
     runner = partial(run_fio, binary=settings.fio, prefix=realtime_prefix()[0])
     capacity = None if measure_capacity is None else partial(_with_job, measure_capacity, job)
-    point = None if measure_point is None else partial(_with_job, measure_point, job)
     return measure_open_loop(datadir, device, job, fractions=fractions, runner=runner, progress=progress,
                              min_requests=min_requests, plan=plan, info=info, wait=wait,
                              capacity_points=capacity_points, measure_capacity=capacity,
-                             warmup_ms=settings.open_loop_warmup_ms, measure_point=point)
+                             warmup_ms=settings.open_loop_warmup_ms)
 
 
 def _with_job(measure: Callable[[Workload, int, JobSettings], tuple[dict[str, Any], str]], job: JobSettings,

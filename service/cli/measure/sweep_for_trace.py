@@ -31,7 +31,8 @@ def sweep_traces(data: DataDir, device: str, traces: list[str], settings: SweepS
     chars = [characterize(path) for path in traces]
     block = logical_block_size(settings.target)
     plan = plan_for_traces(chars, budget=budget or DEFAULT_BUDGET, block_size=block)
-    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, min_requests, replayed=True)
+    seconds = plan.seconds(settings.runtime_ms, settings.ramp_ms, min_requests,
+                           warmup_ms=settings.open_loop_warmup_ms)
     err_console.print(
         f"plan for-trace: {len(plan.closed)} closed-loop points ({len(plan.mixes)} mixes x "
         f"{len(plan.ladder)} loads, psync) + about {plan.n_open_loop} open-loop points on "
@@ -43,14 +44,12 @@ def sweep_traces(data: DataDir, device: str, traces: list[str], settings: SweepS
     from functools import partial
 
     from traces.replay.capacity import replay_capacity_point
-    from traces.replay.openloop import replay_open_point
 
     with progress_bar(quiet=json_output) as bar:
         result = sweep_for_traces(
             data, device, plan, settings, progress=sweep_progress(bar, len(plan.closed)),
             open_progress=open_loop_progress(bar), wait=wait, on_wait=waiting, min_requests=min_requests,
-            replay_capacity=partial(replay_capacity_point, catalog=data.catalog),
-            replay_point=partial(replay_open_point, catalog=data.catalog, min_requests=min_requests))
+            replay_capacity=partial(replay_capacity_point, catalog=data.catalog))
     closed, opened = result.closed, result.open_loop
     if json_output:
         print_json({"device": device, "plan": "for-trace", "sweep_id": closed.id, "points": closed.n_points,
