@@ -16,12 +16,7 @@
   95th percentile of the mix's windows) and at :data:`FRACTIONS` of the capacity the
   closed-loop points measured, so the prediction's light load is anchored in what the
   replay will meet.  Their rates need the closed-loop capacities: :func:`open_loop_points`
-  builds them after the closed-loop phase.  Each is measured :data:`REPEATS` times, in rounds
-  over all the rates (so that its repeats are apart in time), and the prediction takes their
-  median (:func:`traces.predict.utilisation.merge_repeats`): one point moves 10-25 % from one
-  moment to the next (throttled zram, 4 KiB reads at 407 IO/s: 18.3 then 15.8 us two minutes
-  apart; 1,011 IO/s at 13.0 us 2 s after 973 IO/s at 10.5), and the correction passes through
-  every point it is given.
+  builds them after the closed-loop phase.
 """
 
 from __future__ import annotations
@@ -44,7 +39,6 @@ from modeling.workload import MAX_REQUEST_SIZE, Workload
 FRACTIONS = (0.2, 0.5, 0.8, 0.95)
 DEFAULT_BUDGET = 48
 OWN_RATE_QUANTILES = (0.5, 0.95)
-REPEATS = 3  # each open-loop point, in rounds (see the module docstring)
 TRAIN_MIN_POINTS = MIN_ROWS  # a model needs this many closed-loop points
 FEATURES = ("write_ratio", "read_size", "write_size", "randomness")
 # the smallest difference in write ratio or randomness (and 0.4 of a size doubling: the size
@@ -87,13 +81,11 @@ class TracePlan:
     ladder: list[int]
     fractions: tuple[float, ...] = FRACTIONS
     notes: list[str] = field(default_factory=list)
-    repeats: int = REPEATS
 
     @property
     def n_open_loop(self) -> int:
-        """How many open-loop points the plan will measure, repeats counted (before rates that
-        coincide are merged)."""
-        return self.repeats * sum(len(m.own_rates) + len(self.fractions) for m in self.mixes)
+        """How many open-loop points the plan will measure (before rates that coincide are merged)."""
+        return sum(len(m.own_rates) + len(self.fractions) for m in self.mixes)
 
     def seconds(self, runtime_ms: int, ramp_ms: int = 0, min_requests: int = MIN_REQUESTS,
                 overhead_s: float = 1.0, warmup_ms: int = WARMUP_MS) -> float:
@@ -107,12 +99,11 @@ class TracePlan:
         per_point = (runtime_ms + ramp_ms + warmup_ms) / 1000.0 + overhead_s
         frac = len(self.mixes) * len(self.fractions) * per_point
         own_s = open_loop_seconds(own, runtime_ms, ramp_ms, min_requests, overhead_s, warmup_ms)
-        return closed + self.repeats * (own_s + frac)
+        return closed + own_s + frac
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description, stored with the sweep's info."""
         return {"lanes": self.lanes, "ladder": self.ladder, "fractions": list(self.fractions),
-                "repeats": self.repeats,
                 "mixes": [{**m.workload.as_row(), "own_rates": m.own_rates, "share": m.share}
                           for m in self.mixes],
                 "closed_points": len(self.closed), "open_loop_points": self.n_open_loop, "notes": self.notes}
@@ -236,8 +227,6 @@ def plan_for_traces(traces: Sequence[Characterised], *, budget: int = DEFAULT_BU
     unique += bracket(mixes, ladder, unique, block_size, budget, notes)
     closed = Plan("for-trace", tuple(unique), settings={"budget": budget, "block_size": block_size,
                                                          "lanes": lanes})
-    notes.append(f"each open-loop point measured {REPEATS} times, in rounds over all the rates; the "
-                 "prediction takes their median")
     return TracePlan(closed, mixes, lanes, ladder, notes=notes)
 
 
@@ -272,15 +261,14 @@ def mix_capacities(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[MixSpe
 
 def open_loop_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:
     """``(workload of the replay's lanes, offered IO/s)`` per mix: its traces' own rates and
-    the plan's fractions of the capacity its closed-loop points measured, all of them once per
-    round, ``plan.repeats`` rounds."""
+    the plan's fractions of the capacity its closed-loop points measured."""
     out: list[tuple[Workload, int]] = []
     for mix, capacity in mix_capacities(plan, measured):
         rates = {max(int(round(r)), 1) for r in mix.own_rates}
         rates |= {max(int(round(f * capacity)), plan.lanes) for f in plan.fractions}
         lanes = mix.workload.model_copy(update={"numjobs": plan.lanes})
         out += [(lanes, r) for r in sorted(rates)]
-    return out * plan.repeats
+    return out
 
 
 def capacity_points(plan: TracePlan, measured: pd.DataFrame) -> list[tuple[Workload, int]]:

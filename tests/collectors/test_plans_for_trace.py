@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import pytest
 
 from collectors.plans.for_trace import (
-    FRACTIONS, NEAR_CAPACITY, OVERLOAD, REPEATS, TRAIN_MIN_POINTS, capacity_points, open_loop_points,
-    plan_for_traces,
+    FRACTIONS, NEAR_CAPACITY, OVERLOAD, TRAIN_MIN_POINTS, capacity_points, open_loop_points, plan_for_traces,
 )
 from modeling.training.fit import MIN_ROWS
 from modeling.errors import InvalidInput, NoData
@@ -65,10 +62,6 @@ def test_open_loop_rates_are_own_rates_and_fractions_of_measured_capacity() -> N
     assert set(rates) >= {round(f * capacity) for f in FRACTIONS}
     assert round(plan.mixes[0].own_rates[0]) in rates
     assert all(p.numjobs == plan.lanes and p.queue_depth == 1 for p, _ in points)
-    # each point REPEATS times, in rounds over all the rates: repeats are apart in time
-    one = len(points) // REPEATS
-    assert REPEATS == plan.repeats == 3 and len(points) == REPEATS * one == plan.n_open_loop
-    assert points == points[:one] * REPEATS and len(set(points[:one])) == one
     with pytest.raises(NoData):
         open_loop_points(plan, pd.DataFrame([{**rows[0], "write_ratio": 1.0}]))
 
@@ -124,11 +117,3 @@ def test_the_closed_loop_key_holds_what_the_caller_measures_differently(tmp_path
     assert sweep_key("d", plan, settings) == sweep_key("d", plan, settings, None)
     assert sweep_key("d", plan, settings, {"priority": "normal"}) != sweep_key("d", plan, settings,
                                                                               {"priority": "real-time"})
-
-
-def test_the_time_estimate_counts_every_repeat() -> None:
-    plan = plan_for_traces([_char("tpcc-small.trace")], budget=5, block_size=512)
-    once = replace(plan, repeats=1)
-    closed = len(plan.closed) * 2.0  # 1 s and fio's start-up a point
-    assert plan.seconds(1000) - closed == pytest.approx(REPEATS * (once.seconds(1000) - closed))
-    assert any(f"measured {REPEATS} times" in n for n in plan.notes)

@@ -159,24 +159,3 @@ def test_points_over_the_replay_paths_capacity_are_left_out_and_counted() -> Non
     assert "over the replay path's capacity" in " ".join(capped.notes())
     assert _corrected(plain, win)[0] > 1.5 * _corrected(capped, win)[0]
     assert _corrected(capped, win)[0] < 300.0
-
-
-def test_repeats_of_a_point_count_as_their_median() -> None:
-    rates = [100.0, 500.0, 2000.0, 5000.0]
-    mean = [200.0, 150.0, 120.0, 140.0]
-    clean = learn_correction(FakeMMcDevice(MU, 1), _points(rates, mean).assign(requested_iops=rates), LOADS)
-    # each point three times, as sweep --for-trace measures them: fio's lanes offer a little more than
-    # asked, by a different amount each time; one repeat of 500 IO/s caught a slow moment (+60 %)
-    again = [_points([r * 1.01 for r in rates], mean), _points([r * 1.02 for r in rates], mean)]
-    again[1].loc[1, "latency_mean_us"] = 240.0
-    again[1].loc[1, "latency_p99_us"] = 1200.0
-    rep = pd.concat([_points(rates, mean), *again], ignore_index=True).assign(requested_iops=rates * 3)
-    corr = learn_correction(FakeMMcDevice(MU, 1), rep, LOADS)
-    # and the same rows without the rate asked (a sweep that stored none): every row its own point
-    loose = learn_correction(FakeMMcDevice(MU, 1), rep.drop(columns="requested_iops"), LOADS)
-    assert clean is not None and corr is not None and loose is not None
-    win = _windows([500.0, 520.0, 3000.0])
-    # the slow repeat is outvoted: the prediction is the one-repeat device's, to the 1-2 % the offered
-    # rates moved; without merging, the windows at 500-520 IO/s meet the slow repeat
-    assert _corrected(corr, win) == pytest.approx(_corrected(clean, win), rel=0.03)
-    assert abs(_corrected(loose, win)[1] / _corrected(clean, win)[1] - 1) > 0.1

@@ -36,9 +36,8 @@ the run (the block throttle's start-up, a CPU taken away) and not the steady sta
 window meets.  Measured on zram throttled at 2,000 IO/s (4 KiB Poisson reads, 16 psync
 lanes, real-time, quiet machine): at 1,900 IO/s 53-56 requests waited over 1 ms, all in
 the first 500 ms of a 2 s run (mean 105-125 us, p99 4.3-5.2 ms), none after it (mean about
-5 us), and at 400-1,800 IO/s none.  Repeats of a point (the same mix and requested rate:
-``sweep --for-trace`` measures each several times, apart in time) count as one, their median
-(:func:`merge_repeats`).  A device without open-loop points keeps the method's answer.
+5 us), and at 400-1,800 IO/s none.  A device without open-loop points keeps the method's
+answer.
 
 Where ``sweep --for-trace`` measured the replay path's own capacity
 (:mod:`traces.predict.ceiling`), the points are predicted on the same capped curve as the
@@ -247,7 +246,7 @@ def learn_correction(
     if "iops" in pts:
         pts = pts[~(pts["iops"] < MIN_SERVED * pts[OFFERED])]
     rare = transient(pts)
-    pts = merge_repeats(pts[~rare])
+    pts = pts[~rare].reset_index(drop=True)
     if pts.empty:
         return None
     win = pts.copy()
@@ -301,36 +300,6 @@ def learn_correction(
         mixes.append(MixCorrection(cm, cp, lr, rm, rp))
     return UtilisationCorrection(np.array(keys, dtype=np.float64), mixes, share,
                                  {"transient": int(rare.sum()), "over_capacity": over})
-
-
-def merge_repeats(points: pd.DataFrame) -> pd.DataFrame:
-    """Repeats of one point (the same mix and requested rate, ``requested_iops``) as one row: the
-    median of their mean and p99 latency, offered and served rate; other rows as they are.
-
-    ``sweep --for-trace`` measures each open-loop point several times, apart in time
-    (:data:`collectors.plans.for_trace.REPEATS`): one point moves 10-25 % from one moment to the
-    next, and the correction passes through every point it is given.  fio's lanes offer a little
-    more than asked, and by a different amount each time, so repeats are found by the rate asked.
-    """
-    if "requested_iops" not in points or points.empty:
-        return points.reset_index(drop=True)
-    asked = pd.to_numeric(points["requested_iops"], errors="coerce")
-    keyed = points[asked.notna()]
-    if keyed.empty:
-        return points.reset_index(drop=True)
-    key = [keyed["write_ratio"].astype(float).round(3), keyed["request_size"].astype(float),
-           keyed["randomness"].astype(float).round(3), asked[asked.notna()].astype(float)]
-    groups = keyed.groupby(key, sort=False).indices
-    if all(len(i) == 1 for i in groups.values()):
-        return points.reset_index(drop=True)
-    cols = [c for c in ("latency_mean_us", "latency_p99_us", OFFERED, "iops") if c in keyed]
-    merged = []
-    for idx in groups.values():
-        row = keyed.iloc[[idx[0]]].copy()
-        for c in cols:
-            row[c] = float(np.median(keyed[c].iloc[idx].astype(float)))
-        merged.append(row.assign(repeats=len(idx)))
-    return pd.concat([*merged, points[asked.isna()]], ignore_index=True)
 
 
 def transient(points: pd.DataFrame) -> pd.Series:
