@@ -7,7 +7,7 @@ user following docs/capacity.md would: ``sweep --for-capacity`` of the 3 mixes (
 1.2 beyond it: what the open-loop path serves), then ``train``.  The bench adds nothing to the
 product's sweep (before 2026-11-29 it ran its own open-loop fractions and request counts).
 Then for 3 mixes and 2 targets each -- 3x the predicted p99 and
-2x the predicted mean at half the mix's capacity, rounded to two digits (a reference's curve
+2x the predicted mean at half the mix's capacity, rounded up to two digits (a reference's curve
 is flat until its knee: a target at the flat level is met up to saturation or never) -- the
 predicted capacity ``c`` (``device_capacity``, nothing added by the bench; every outcome but
 ``never`` is measured: it is the number the user gets), and fio open loop with Poisson
@@ -32,6 +32,7 @@ from 264 us to 32 ms (1 MiB reads) and the mean from 286 to 1,693 us.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -88,8 +89,15 @@ throttled reference keeps the whole ladder: its 3 mixes of one size give 9 point
 
 
 def _two_digits(us: float) -> str:
-    """A target's limit: the latency rounded to two significant digits, with a unit."""
-    value = float(f"{us:.2g}")
+    """A target's limit: the latency rounded **up** to two significant digits, with a unit.
+
+    Up, not to nearest (before 2026-11-29): a target is the predicted statistic at a share of the
+    capacity, and rounded down it can fall under the curve's minimum, which no load meets (the
+    throttled reference's 40 % mix: 111.2 us predicted, 110 us asked, answer ``never``).
+    """
+    step = 10.0 ** (math.floor(math.log10(us)) - 1)
+    value = math.ceil(us / step - 1e-9) * step
+    value = float(f"{value:.2g}")
     return f"{value / 1000:g}ms" if value >= 1000 else f"{value:g}us"
 
 

@@ -23,6 +23,8 @@ from traces.capacity.mix_latency import LatencyAt, MixCurves
 from traces.capacity.search import search_capacity
 from traces.capacity.slo import parse_slo
 from traces.characterize import characterize
+from traces.predict.openloop import cap_curves, closed_loop_curves
+from traces.predict.queueing import steady_state
 from traces.predict.windows import DeviceCurveSource
 
 MIX = "write_ratio=0.5,request_size=4k,randomness=1"
@@ -191,3 +193,81 @@ def test_trace_headroom_takes_the_open_loop_ceiling_as_capacity_does(
         expected = [a.iops for a in device_capacity(two_devices, device, mixes, slo).answers]
         assert (h.table["speedup"] * h.table["offered_iops"]).tolist() == pytest.approx(expected, rel=1e-6)
     assert any("beyond saturation were served 85%" in n for n in h.notes)  # the capped device
+
+
+def test_a_point_served_above_the_closed_loop_capacity_lifts_the_ceiling() -> None:
+    # a saturated point served 1.1x the closed-loop capacity: the path serves more than closed loop
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + [saturated_point(1.3 * CAP, 1.1 * CAP)])
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None and ceilings.shares.tolist() == pytest.approx([1.1])
+    assert any("served up to 110%" in n for n in ceilings.notes())
+    # without a saturated point, the fastest served in full lifts it (offered 1.2x, served 1.19x)
+    full = saturated_point(1.2 * CAP, 1.19 * CAP)  # 99 % of its offered rate: served in full
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + [full])
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None and ceilings.shares.tolist() == pytest.approx([1.19])
+    # its limit is the offered 1.2x: as a share of the raised capacity, 1 (the answer may reach it)
+    assert ceilings.limits.tolist() == pytest.approx([1.19])
+    assert ceilings.limits_for(mix_table([parse_mix(MIX)])).tolist() == pytest.approx([1.0])
+
+
+def test_a_collapsed_overload_point_does_not_lower_the_ceiling_under_a_faster_point_served_in_full() -> None:
+    # served in full at 0.95x, then offered 1.2x and served only 0.7x (the path collapsed)
+    points = [saturated_point(0.95 * CAP, 0.95 * CAP), saturated_point(1.2 * CAP, 0.7 * CAP)]
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + points)
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None
+    assert ceilings.shares.tolist() == pytest.approx([0.95])  # not 0.7
+    assert ceilings.limits.tolist() == pytest.approx([0.95])
+    # an overload point that served the most still sets it (the path ran out there)
+    overload = saturated_point(1.2 * CAP, 0.97 * CAP)
+    frame = pd.DataFrame(rows(1.0) + open_loop_points(1.0) + [points[0], overload])
+    frame["sweep_id"] = 1
+    ceilings = open_loop_ceilings(frame)
+    assert ceilings is not None and ceilings.shares.tolist() == pytest.approx([0.97])
+
+
+def test_a_share_over_one_extends_the_curve_beyond_the_closed_loop_capacity() -> None:
+    # one exponential server (mu) measured at loads 1-64; the path serves 1.2 mu
+    mu = 10_000.0
+    dev = FakeMMcDevice(mu, 1)
+    source = DeviceCurveSource([(qd, 1) for qd in (1, 2, 4, 8, 16, 32, 64)])
+    plain = MixCurves.of(dev, window_table([1.0]), source)
+    raised = MixCurves.of(dev, window_table([1.0]), source, 1.0, np.array([1.2]))
+    assert raised.capacity(0) == pytest.approx(1.2 * mu)
+    assert raised.max_load() == plain.max_load() == 64  # the largest measured load, not the added one
+    # the measured curve is kept: light load as before (the queue's share of it is small there)
+    light = np.array([0.05 * mu])
+    assert raised.latency(0, light).mean_us[0] == pytest.approx(plain.latency(0, light).mean_us[0], rel=0.01)
+    # between the two capacities a steady state exists and the latency rises towards the new one
+    between = raised.latency(0, np.array([1.05 * mu, 1.1 * mu, 1.19 * mu])).mean_us
+    assert np.all(np.isfinite(between)) and np.all(np.diff(between) > 0)
+    assert np.isinf(raised.latency(0, np.array([1.2 * mu])).mean_us[0])
+    # a loose target is met up to the raised capacity
+    answer = search_capacity(raised, 0, parse_slo("p99<=100s"))
+    assert answer.outcome == "saturation" and answer.iops == pytest.approx(1.2 * mu)
+    assert answer.capacity_iops == pytest.approx(1.2 * mu)
+
+
+def test_extending_one_window_leaves_a_capped_or_plain_window_as_it_was() -> None:
+    dev = FakeMMcDevice(10_000.0, 2)
+    win = window_table([1.0, 1.0, 1.0])
+    loads = [(qd, 1) for qd in (1, 2, 4, 8, 16)]
+    curves = closed_loop_curves(dev, win, loads)
+    both = cap_curves(curves, np.array([1.0, 0.6, 1.3]))
+    alone = {c: cap_curves(closed_loop_curves(dev, win.iloc[[0]], loads), c) for c in (1.0, 0.6)}
+    assert both.outstanding.tolist() == [1, 2, 4, 8, 16, 16 * 1.3]
+    assert [both.curve(i, "value").capacity for i in range(3)] == pytest.approx([2e4, 1.2e4, 2.6e4])
+    # the window at slope 1: the added load's response time is the top load's, and so is its p99
+    top = both.curve(2, "value")
+    assert top.outstanding[-1] / top.iops[-1] == pytest.approx(top.outstanding[-2] / top.iops[-2])
+    assert top.p99_s[-1] == pytest.approx(top.p99_s[-2])
+    for i, c in ((0, 1.0), (1, 0.6)):
+        one, other = both.curve(i, "value"), alone[c].curve(0, "value")
+        for rate in (0.3 * other.capacity, 0.9 * other.capacity, 0.99 * other.capacity):
+            a, b = steady_state(one, rate), steady_state(other, rate)
+            assert a.mean_s == pytest.approx(b.mean_s, rel=1e-9)
+            assert a.p99_s == pytest.approx(b.p99_s, rel=1e-9)

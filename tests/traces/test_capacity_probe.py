@@ -31,8 +31,13 @@ def test_probed_ceilings_replace_the_sweeps_served_rate_and_say_both(tmp_path: P
         "capacity capped at 85% of the closed-loop capacity for 1 MiB reads: the replay path's own, probed "
         "by trace validate just now (sweep --for-trace measured 7,000) (8,500 of 10,000 IO/s)"
     ]
-    # a probe over the closed-loop capacity caps nothing, and probing twice keeps the sweep's value
-    assert now.probed({i: 12_000.0}).shares[i] == 1.0
+    # a probe over the closed-loop capacity raises it (issue 22: no longer clipped at 1), and says so;
+    # probing twice keeps the sweep's value
+    assert now.probed({i: 12_000.0}).shares[i] == pytest.approx(1.2)
+    assert now.probed({i: 12_000.0}).notes() == [
+        "capacity raised to 120% of the closed-loop capacity for 1 MiB reads: the replay path's own, probed "
+        "by trace validate just now (sweep --for-trace measured 7,000) (12,000 of 10,000 IO/s)"
+    ]
     assert now.probed({i: 12_000.0}).swept is not None
     assert now.probed({i: 12_000.0}).swept[i] == 7_000.0  # type: ignore[index]
 
@@ -49,7 +54,8 @@ def test_a_probes_note_gives_the_sweeps_capacity_the_probes_and_their_spread() -
 @pytest.mark.slow
 def test_the_prober_replays_only_the_mixes_a_trace_comes_near(tmp_path: Path, fio_available: str) -> None:
     # a 4 KiB mix whose closed loop served 200 IO/s and whose replay path, in the sweep, 150: a
-    # file target serves its 3x (600 IO/s) in full, so the probe lifts the cap to the closed loop's
+    # file target serves its 3x (600 IO/s) in full, so the probe lifts the cap over the closed loop's,
+    # to what the probe served (issue 22: no longer clipped at the closed-loop capacity)
     d = DataDir(tmp_path / "home")
     d.catalog.ensure_device("dev")
     rows = _rows(4096, 200.0)
@@ -65,5 +71,7 @@ def test_the_prober_replays_only_the_mixes_a_trace_comes_near(tmp_path: Path, fi
     src = device_source(d, "dev", model, adjust=lambda c, ol: near(c, ol, window_table([20.0, 120.0])))
     assert len(near.found) == 1 and len(near.found[0].probes) == 2
     assert all(p > 300 for p in near.found[0].probes)
-    assert src.replay is not None and src.replay.shares.tolist() == [1.0]
-    assert not any("replay path's own" in n for n in src.notes)
+    assert src.replay is not None
+    assert src.replay.shares[0] == pytest.approx(np.median(near.found[0].probes) / 200.0)
+    assert src.replay.shares[0] > 1.5
+    assert any("capacity raised to" in n and "replay path's own" in n for n in src.notes)

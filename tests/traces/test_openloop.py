@@ -150,7 +150,11 @@ def test_a_capacity_ceiling_caps_the_curve_and_moves_saturation() -> None:
     # below the cap, a slower device queues longer
     assert capped["pred_latency_mean_us"].iloc[0] > free["pred_latency_mean_us"].iloc[0]
     with pytest.raises(InvalidInput, match="ceiling"):
-        predict_open_loop(dev, window_table(lam), LOADS, ceiling=1.5)
+        predict_open_loop(dev, window_table(lam), LOADS, ceiling=0.0)
+    # over 1 (a path measured to serve more than closed loop reached) the capacity rises with it
+    raised = predict_open_loop(dev, window_table([*lam, 1.2 * cap]), LOADS, ceiling=1.3)
+    assert raised["capacity_iops"].tolist() == pytest.approx([1.3 * cap] * 3)
+    assert raised["saturated"].tolist() == [False, False, False]
 
 
 def _slowed(pred, slow):  # type: ignore[no-untyped-def]

@@ -88,6 +88,16 @@ def test_validate_cli_unknown_device(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "unknown device" in res.output
 
 
+@pytest.mark.parametrize(("n", "bound"), [("-1", "greater than or equal to 0"),
+                                          ("10", "less than or equal to 9")])
+def test_validate_cli_capacity_probes_out_of_range(n: str, bound: str) -> None:
+    res = CliRunner().invoke(app, ["trace", "validate", str(DATA / "tpcc-small.trace"), "--device", "nope",
+                                   "--capacity-probes", n])
+    said = " ".join(res.output.replace("│", " ").split())  # rich's error box folds the line
+    assert res.exit_code == 2 and "--capacity-probes" in said and bound in said
+    assert "unknown device" not in said  # refused before anything is looked up
+
+
 def _validated(client: TestClient, name: str, form: dict[str, str]) -> dict:
     """The answer of /validate on the data file ``name`` for the trained device (must be 200)."""
     blob = (DATA / name).read_bytes()

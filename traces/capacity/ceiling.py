@@ -10,11 +10,24 @@ rate the open-loop path never serves.
 
 An open-loop point served under :data:`~traces.predict.utilisation.MIN_SERVED` of its offered
 rate measured that throughput (the correction leaves such points out).  Per measured mix, the
-most IO/s its saturated points were served, over the most its closed-loop points reached, is
-the share of the model's capacity an open-loop stream gets (the *ceiling*); a mix asked about
-takes the share of the nearest measured mix (the correction's distance).  A device without
-such points keeps the model's capacity: a sweep with an open-loop fraction above 1
-(``sweep --for-capacity``, or ``--open-loop ...,1.2``) measures them.
+*ceiling* is the highest rate the open-loop path was measured to serve, as a share of the most
+IO/s its closed-loop points reached (the share of the model's capacity an open-loop stream
+gets); a mix asked about takes the share of the nearest measured mix (the correction's distance):
+
+* with a saturated point, the most IO/s any of its open-loop points was served, saturated or
+  not: an overload point that collapsed below a faster point served in full does not pull the
+  ceiling under that point (a loop device over tmpfs queues its requests for one worker, and
+  overloaded it serves less: 40 % writes offered 1.2x their 37.6k IO/s closed-loop capacity
+  were served 28.9k, 2026-11-29), and it can be over the closed-loop capacity (on zram,
+  2026-11-29, 256 KiB writes offered 1.2x theirs, 3,071 IO/s, were served 3,318);
+* without one, the closed-loop capacity, or the fastest rate served in full where that is more
+  (on zram, 2026-11-29, 256 KiB 40 % writes offered 1.2x their 6,304 IO/s closed-loop capacity
+  were served in full, 7,485).
+
+A share over 1 extends the curve beyond the closed-loop capacity
+(:func:`traces.predict.openloop.cap_curves`).  A device without open-loop points keeps the
+model's capacity: a sweep with an open-loop fraction above 1 (``sweep --for-capacity``, or
+``--open-loop ...,1.2``) measures them.
 
 The fastest point served in full bounds the answer too (the *limit*): above it nothing was
 measured, and the latency there is the model's guess at a knee it never saw.  On the throttled
@@ -38,11 +51,11 @@ from traces.predict.windows import newest_open_loop
 @dataclass(frozen=True)
 class OpenLoopCeilings:
     """Per measured mix, as shares of its closed-loop capacity: the open-loop path's throughput
-    (``shares``: 1 without a saturated point) and the fastest offered rate served in full
-    (``limits``)."""
+    (``shares``: the highest rate it was measured to serve, see the module docstring) and the
+    fastest offered rate served in full (``limits``)."""
 
     keys: np.ndarray  # (g, 3): write ratio, log2 size, randomness
-    shares: np.ndarray  # (g,) in (0, 1]
+    shares: np.ndarray  # (g,) > 0; over 1 where the open-loop path served more than closed loop
     limits: np.ndarray  # (g,) > 0
 
     def nearest(self, mixes: pd.DataFrame) -> np.ndarray:
@@ -54,7 +67,8 @@ class OpenLoopCeilings:
         return self.shares[self.nearest(mixes)]  # type: ignore[no-any-return]
 
     def limits_for(self, mixes: pd.DataFrame) -> np.ndarray:
-        """Each mix's limit as a share of its capacity once capped at the ceiling (at most 1)."""
+        """Each mix's limit as a share of its capacity once capped at (or raised to) the ceiling
+        (at most 1)."""
         g = self.nearest(mixes)
         return np.minimum(self.limits[g] / self.shares[g], 1.0)  # type: ignore[no-any-return]
 
@@ -65,10 +79,13 @@ class OpenLoopCeilings:
             return f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{lo:.0%}-{hi:.0%}"
 
         out = []
-        capped = self.shares < 1
+        capped, raised = self.shares < 1, self.shares > 1
         if capped.any():
             out.append(f"open-loop points offered beyond saturation were served {span(self.shares[capped])}"
                        " of the closed-loop capacity: an offered rate's throughput is capped there")
+        if raised.any():
+            out.append(f"open-loop points were served up to {span(self.shares[raised])} of the closed-loop"
+                       " capacity: an offered rate's throughput reaches that far")
         out.append(f"answers stop at the fastest open-loop point served in full ({span(self.limits)} of the"
                    " closed-loop capacity): above it nothing was measured")
         return out
@@ -93,9 +110,12 @@ def open_loop_ceilings(frame: pd.DataFrame) -> OpenLoopCeilings | None:
     both = fastest.index.intersection(capacity.index)
     if both.empty:
         return None
-    served = by_mix(ol[~full], "iops").reindex(both)
     cap = capacity.loc[both].to_numpy(np.float64)
-    shares = np.clip(np.nan_to_num(served.to_numpy(np.float64) / cap, nan=1.0), 1e-3, 1.0)
+    saturated = by_mix(ol[~full], "iops").reindex(both).to_numpy(np.float64)  # NaN: none
+    in_full = by_mix(ol[full], "iops").loc[both].to_numpy(np.float64)
+    # the highest rate served: a saturated mix's best point (saturated or not), else at least C
+    ceiling = np.where(np.isfinite(saturated), np.fmax(saturated, in_full), np.maximum(cap, in_full))
+    shares = np.maximum(ceiling / cap, 1e-3)
     limits = np.minimum(fastest.loc[both].to_numpy(np.float64) / cap, shares)
     keys = pd.DataFrame(list(both), columns=list(KEY))
     return OpenLoopCeilings(mix_keys(keys), shares, limits)

@@ -82,19 +82,17 @@ class MixCurves:
     ) -> MixCurves:
         """Ask ``model`` for every mix's curve in one batch (``mixes``: rows of workload fields).
 
-        ``shares`` caps each mix's throughput at that share of its model capacity: what the
-        device's open-loop path was measured to serve (:mod:`traces.capacity.ceiling`).
+        ``shares`` moves each mix's throughput to that share of its model capacity (capped under 1,
+        raised over it): what the device's open-loop path was measured to serve
+        (:mod:`traces.capacity.ceiling`), on top of ``source.ceiling``
+        (:func:`traces.predict.openloop.cap_curves`).
         """
         frame = mixes[list(WORKLOAD_FIELDS)].reset_index(drop=True)
         curves = closed_loop_curves(model, frame, source.loads, source.write_ratios or None,
                                     source.sizes or None)
         cv2 = arrival_cv2 if isinstance(arrival_cv2, np.ndarray) else float(arrival_cv2)
-        curves = cap_curves(curves, source.ceiling)
-        if shares is not None:
-            s = np.asarray(shares, np.float64)[:, None]
-            iops = {b: np.minimum(x, s * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
-            curves = Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
-        return cls(frame, curves, source, cv2)
+        ceiling = source.ceiling if shares is None else source.ceiling * np.asarray(shares, np.float64)
+        return cls(frame, cap_curves(curves, ceiling), source, cv2)
 
     def cv2(self, i: int) -> float:
         """Mix ``i``'s burstiness."""
@@ -115,8 +113,9 @@ class MixCurves:
         return float(self.limits[i]) * self.capacity(i, "value")
 
     def max_load(self) -> float:
-        """The largest in-flight count the device was measured at."""
-        return float(self.curves.outstanding[-1])
+        """The largest in-flight count the device was measured at (the curve may go on beyond it:
+        a ceiling over its closed-loop capacity, :func:`traces.predict.openloop.cap_curves`)."""
+        return float(max(q * j for q, j in self.source.loads))
 
     def latency(self, i: int, rates: np.ndarray, bound: str = "value") -> LatencyAt:
         """Mix ``i``'s predicted mean and p99 at each offered rate, under ``bound`` (arrays only)."""

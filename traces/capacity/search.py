@@ -25,6 +25,11 @@ sparse arrivals the I/O path goes cold (:mod:`traces.predict.coldpath`), so a ta
 fail at light load and hold at moderate load.  The answer is the largest rate that meets
 the targets; below a cell that fails, lighter rates are not promised.
 
+The capacity is the mix's curve's most IO/s, moved to the open-loop path's own throughput
+where it was measured (:mod:`traces.capacity.ceiling`): under the closed-loop capacity where that
+path ran out first, over it where the path was served more (the curve then goes on beyond its
+largest measured load, :func:`traces.predict.openloop.cap_curves`, and the grid with it).
+
 The interval comes from the model's bounds: the search on the upper-latency curve gives
 the lower capacity, the one on the lower-latency curve the upper.
 """
@@ -122,7 +127,7 @@ class CapacityAnswer:
     iops_lower: float
     iops_upper: float
     bandwidth_mib_s: float
-    capacity_iops: float  # the device's throughput at this mix (closed-loop curve's maximum)
+    capacity_iops: float  # the device's throughput at this mix (the curve's maximum, moved to the ceiling)
     utilisation: float
     inflight: float
     binding: str | None  # the target that binds (None: none does)

@@ -201,20 +201,42 @@ def _curves(model: PredictsFrame, w: np.ndarray, loads: Iterable[tuple[int, int]
 
 
 def cap_curves(curves: Curves, ceiling: float | np.ndarray) -> Curves:
-    """The curves with IO/s capped at ``ceiling`` x each window's capacity (``0 < ceiling <= 1``;
-    one number, or one per window).
+    """The curves with each window's capacity moved to ``ceiling`` x its own (``ceiling > 0``; one
+    number, or one per window).
 
-    For a reference whose replay path serves less than the closed-loop sweeps
-    (:mod:`traces.replay.capacity`, :mod:`traces.predict.ceiling`): the device as the replay reaches it.
+    Under 1, IO/s is capped there: for a reference whose replay or open-loop path serves less than
+    the closed-loop sweeps (:mod:`traces.replay.capacity`, :mod:`traces.predict.ceiling`,
+    :mod:`traces.capacity.ceiling`), the device as that path reaches it.
+
+    Over 1 (the path was measured to serve more than closed loop reached), the measured curve is
+    kept as it is and one load is added beyond its largest, ``L_top``: at ``L_top x s`` (``s`` the
+    largest ceiling asked), IO/s ``ceiling x capacity``.  A window whose ceiling is that largest
+    one goes on at slope 1 in log-log: more requests in flight at the top load's response time,
+    as if the device had ``s`` times its parallelism there, so the response time without queueing
+    does not rise between the two capacities and the queueing near the new one is the same
+    flow-equivalent chain's (:mod:`traces.predict.queueing`).  A window with a smaller ceiling
+    over 1 reaches it on a shallower slope, its p99 there the top load's times the rise of its
+    response time; a window capped (or at 1) stays flat at its capacity in the added load, which
+    changes none of its answers (beyond its largest load the chain already served at capacity).
     """
     c = np.asarray(ceiling, dtype=np.float64)
-    if not np.all((c > 0) & (c <= 1)):
-        raise InvalidInput("the capacity ceiling must be in (0, 1]")
+    if not np.all(c > 0):
+        raise InvalidInput("the capacity ceiling must be over 0")
     if np.all(c == 1):
         return curves
     c = c.reshape(-1, 1) if c.ndim else c
     iops = {b: np.minimum(x, c * x.max(axis=1, keepdims=True)) for b, x in curves.iops.items()}
-    return Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
+    if not np.any(c > 1):
+        return Curves(curves.outstanding, iops, curves.p99_s, curves.extrapolated)
+    stretch = float(c.max())
+    # the added load: every window's new capacity (a capped one's: its capped one, flat), and its p99
+    # the top load's times the rise of the response time, L / X, from the top load to the added one
+    rise = np.where(c > 1, stretch / np.maximum(c, 1.0), 1.0)
+    out_iops = {b: np.concatenate([iops[b], c * x.max(axis=1, keepdims=True)], axis=1)
+                for b, x in curves.iops.items()}
+    out_p99 = {b: np.concatenate([p, p[:, -1:] * rise], axis=1) for b, p in curves.p99_s.items()}
+    outstanding = np.append(curves.outstanding, curves.outstanding[-1] * stretch)
+    return Curves(outstanding, out_iops, out_p99, curves.extrapolated)
 
 
 def predict_open_loop(
@@ -229,7 +251,7 @@ def predict_open_loop(
 
     ``windows`` is a characterisation table (:mod:`traces.characterize`): workload fields,
     ``window_start_s``/``window_end_s``, ``iops`` (the offered rate) and ``arrival_cv2``.
-    ``ceiling`` caps the device's capacity at that fraction of the model's (:func:`cap_curves`);
+    ``ceiling`` moves the device's capacity to that fraction of the model's (:func:`cap_curves`);
     ``write_ratios`` and ``sizes``, the device's swept ones, blend curves between them
     (:func:`closed_loop_curves`).
     """
