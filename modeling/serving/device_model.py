@@ -233,11 +233,18 @@ class DeviceModel(Predictor):
         self.manifest = manifest or {}
         self.no_data = np.array([r not in data_regions for r in REGION_NAMES])
         """Per region code, True where the device had no measurement (its answers are extrapolated)."""
-        # preload: every table is built once here, never per call
+        # each scope's lookup tables are built once, on its first prediction (ScopeModel.served)
         for spec in specs.values():
             for sm in spec.scopes.values():
-                if not sm.runners:
-                    sm.compile()
+                sm.served = True
+
+    def build_tables(self) -> DeviceModel:
+        """Build every scope's lookup tables now instead of on first use (a server, at load: its
+        first requests then find them built); returns the model."""
+        for spec in self.specs.values():
+            for sm in spec.scopes.values():
+                sm.prepared()
+        return self
 
     # -- the entry point -----------------------------------------------------------------
 

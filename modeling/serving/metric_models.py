@@ -10,6 +10,7 @@ ratio model and a direct model, :mod:`modeling.training.tail_guard`).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -23,6 +24,9 @@ from modeling.serving.feature_lookup import FeatureLookup
 from modeling.serving.physics.limits import PhysicsLimits, RowLimits
 from modeling.workload import MIB, PERCENTILE_ORDER, REGION_NAMES
 from modeling.workload_matrix import mean_request_size, outstanding_io
+
+_COMPILING = threading.Lock()
+"""Held while a served scope model builds its lookup tables (once, on its first prediction)."""
 
 
 @dataclass
@@ -43,6 +47,9 @@ class ScopeModel:
     runners: list[tuple[str, Any]] = field(default_factory=list, repr=False)
     # the trained ranges widened by a rounding margin, as lists (see outside_row)
     _bounds: tuple[list[float], list[float]] | None = field(default=None, repr=False)
+    # a served model's scope (DeviceModel sets it): its lookup tables are built on its first
+    # prediction; a scope in training (cross-validation) predicts with its estimators as they are
+    served: bool = field(default=False, repr=False)
 
     def compile(self) -> None:
         """Prepare lookup tables (see :mod:`modeling.estimators.compiled`) and bounds for fast prediction."""
@@ -50,6 +57,22 @@ class ScopeModel:
 
         self.runners = [(fs, compile_estimator(est) or est) for fs, est in self.members]
         self._bounds = ((self.lo - 1e-9).tolist(), (self.hi + 1e-9).tolist())
+
+    def prepared(self) -> list[tuple[str, Any]]:
+        """What predicts: the lookup tables of a served scope (built now if this is its first
+        prediction), else the estimators themselves.
+
+        A served model's tables are built on first use, not when it is loaded (unless its
+        registry builds them all, as a server's does): a capacity question reads 2 of a
+        device's 11, and building them all took 11 of a cold device's 40 ms (the same tables
+        either way, so the same answers: tests/modeling/test_lazy_tables.py).
+        """
+        if self.runners or not self.served:
+            return self.runners or self.members
+        with _COMPILING:  # one thread builds them; another asking meanwhile waits for them
+            if not self.runners:
+                self.compile()
+        return self.runners
 
     def outside(self, w: np.ndarray) -> np.ndarray:
         """Rows of a workload matrix with a field outside the range this model was trained on."""
@@ -69,7 +92,7 @@ class ScopeModel:
 
     def predict(self, features: FeatureLookup) -> np.ndarray:
         """Raw prediction (scaled) from the feature matrices by feature set."""
-        runners = self.runners or self.members
+        runners = self.prepared()
         if len(runners) == 1:
             fs, est = runners[0]
             return est.predict_fast(features[fs]) * self.scale
@@ -86,7 +109,7 @@ class ScopeModel:
         load-gated model: its two lookup tables, without its Gaussian process); the
         serving path uses them to skip ladder rungs that cannot matter.
         """
-        runners = self.runners or self.members
+        runners = self.prepared()
         if not all(hasattr(est, "bounds") for _, est in runners):
             return None
         if len(runners) == 1:

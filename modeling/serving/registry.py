@@ -309,9 +309,13 @@ class ModelRegistry:
     """
 
     def __init__(
-        self, datadir: DataDir, *, refresh_s: float = 0.5, cache_bytes: int | None = None
+        self, datadir: DataDir, *, refresh_s: float = 0.5, cache_bytes: int | None = None,
+        build_tables: bool = False,
     ) -> None:
+        """``build_tables``: build a model's every lookup table when it is loaded (a server: its
+        first requests find them, and the cache's estimate counts them), not on first use."""
         self.datadir = datadir
+        self.build_tables = build_tables
         self.refresh_s = refresh_s
         self.cache = ModelCache(cache_bytes)
         self._watch = CatalogWatch(datadir.catalog_path)
@@ -342,6 +346,8 @@ class ModelRegistry:
             if model is None:
                 mv = self.datadir.catalog.get_model_version(device, version)
                 model = read_model(self.datadir, mv)
+                if self.build_tables:
+                    model.build_tables()
                 self.cache.put(key, model)
         return model
 

@@ -239,7 +239,8 @@ def fit_plan(
     by the planner).  Raises ``NoData``.
     """
     frame = read_measurement_files(datadir.measurements_dir, plan.files)
-    ref = read_model(datadir, plan.reference) if plan.reference is not None else None
+    # its tables built, as load_reference's are
+    ref = read_model(datadir, plan.reference).build_tables() if plan.reference is not None else None
     # raises NoData early, before any work
     _, _, clean = training_rows(frame, MIN_TRANSFER_ROWS) if ref else training_rows(frame)
     model, manifest = _fit(

@@ -38,8 +38,14 @@ MIN_TRANSFER_ROWS = 2
 
 
 def load_reference(datadir: DataDir, device: str, reference: str) -> DeviceModel:
-    """The active model of ``reference``; ``UnknownDevice``, ``NoModel`` or ``InvalidInput``."""
-    return read_model(datadir, check_reference(datadir, device, reference))
+    """The active model of ``reference``; ``UnknownDevice``, ``NoModel`` or ``InvalidInput``.
+
+    Its tables are built at once: a transfer predicts with the reference's members themselves,
+    and a load-gated member predicts through its parts' tables once they are built
+    (:func:`modeling.estimators.compiled.compile_estimator`), so the reference it fits on is the
+    one its device serves whatever was asked of it first.
+    """
+    return read_model(datadir, check_reference(datadir, device, reference)).build_tables()
 
 
 def check_reference(datadir: DataDir, device: str, reference: str) -> ModelVersion:

@@ -35,6 +35,7 @@ class ServiceState:
             self.datadir,
             refresh_s=settings.model_refresh_ms / 1000,
             cache_bytes=settings.model_cache_mb * 2**20,
+            build_tables=True,  # at preload, not on the first requests
         )
         self.metrics = ServiceMetrics()
         self.batcher = PredictionBatcher()
