@@ -61,7 +61,7 @@ def test_the_cache_is_bounded_by_estimated_memory(trained: DataDir):
     for name in ("copy-1", "copy-2", "copy-3"):
         ingest_fio(trained, name, fio_files())
         quick_train(trained, name)
-    assert estimate_bytes(ModelRegistry(trained).load(DEVICE)) > 10_000  # trees and tables, not a shell
+    assert estimate_bytes(ModelRegistry(trained).load(DEVICE)) > 10_000  # the trees, not a shell
     loader, sizes = ModelRegistry(trained), {}
     for name in (DEVICE, "copy-1", "copy-2", "copy-3"):  # each model's size as the cache counts it
         before = loader.cache.nbytes
