@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
 from modeling.store.files.atomic import atomic_write, atomic_write_bytes
@@ -39,13 +40,31 @@ __all__ = ["Catalog", "Device", "ModelVersion", "Sweep", "utcnow"]
 
 
 
-def read_measurement_files(folder: Path, files: Sequence[tuple[int, str]]) -> pd.DataFrame:
-    """The rows of ``(sweep id, Parquet file relative to folder)`` files, concatenated."""
-    frames = [_with_sweep_id(pd.read_parquet(folder / name), sweep_id) for sweep_id, name in files]
+def read_measurement_files(
+    folder: Path, files: Sequence[tuple[int, str]], columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The rows of ``(sweep id, Parquet file relative to folder)`` files, concatenated.
+
+    ``columns``: only those a file has (and ``sweep_id``), for a caller that reads a few of a
+    device's dozens of columns (a cold capacity question: a third of its Parquet time).
+    """
+    frames = [_with_sweep_id(read_parquet(folder / name, columns), sweep_id) for sweep_id, name in files]
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame()
     return pd.concat(frames, ignore_index=True)
+
+
+def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A Parquet file as ``pd.read_parquet`` gives it (the same frame: a test holds them equal),
+    through the file reader alone: ``pd.read_parquet`` goes through pyarrow's dataset layer,
+    half of a small file's 3.6 ms.  ``columns``: the ones of those the file has, in its order."""
+    with pq.ParquetFile(path) as handle:
+        if columns is not None:
+            wanted = {*columns, "sweep_id"}
+            columns = [c for c in handle.schema_arrow.names if c in wanted]
+        table = handle.read(columns=columns, use_threads=False, use_pandas_metadata=True)
+    return table.to_pandas()
 
 
 # A sweep stored straight to Parquet (an import) keeps its row count in info.n_rows: its
@@ -425,13 +444,16 @@ class Catalog(ModelVersionTable, JobTable):
         which then read files only and never open the catalog.  Raises ``UnknownDevice``.
         """
         wanted = list(dict.fromkeys(devices))
+        names = json.dumps(wanted)  # the devices asked only: a fleet asking one device at a time stays linear
         files: dict[str, list[tuple[int, str]]] = {}
         with self.connect() as conn:
-            for row in conn.execute("SELECT name FROM devices"):
+            for row in conn.execute("SELECT name FROM devices WHERE name IN (SELECT value FROM json_each(?))",
+                                    (names,)):
                 files[row["name"]] = []
             for row in conn.execute(
                 "SELECT d.name, s.id, s.parquet FROM sweeps s JOIN devices d ON d.id = s.device_id"
-                " WHERE s.status = 'complete' AND s.parquet IS NOT NULL ORDER BY s.id"
+                " WHERE d.name IN (SELECT value FROM json_each(?))"
+                " AND s.status = 'complete' AND s.parquet IS NOT NULL ORDER BY s.id", (names,)
             ):
                 files[row["name"]].append((int(row["id"]), str(row["parquet"])))
         missing = [d for d in wanted if d not in files]

@@ -160,12 +160,14 @@ class ModelVersionTable:
 
     def _one_model(self, device: str, where: str, args: tuple[Any, ...]) -> ModelVersion | None:
         """The device's model version matching ``where`` (a constant SQL condition), or None."""
-        dev = self.get_device(device)
-        with self.connect() as conn:
+        with self.connect() as conn:  # one connection: a cold fleet opens one per device for this
+            dev = conn.execute("SELECT id, name FROM devices WHERE name = ?", (device,)).fetchone()
+            if dev is None:
+                raise UnknownDevice(device)
             row = conn.execute(
-                f"SELECT * FROM models WHERE device_id = ? AND {where}", (dev.id, *args)
+                f"SELECT * FROM models WHERE device_id = ? AND {where}", (dev["id"], *args)
             ).fetchone()
-        return None if row is None else model_from_row(row, dev.name)
+        return None if row is None else model_from_row(row, dev["name"])
 
     def list_model_versions(self, device: str) -> list[ModelVersion]:
         """All model versions of a device, oldest first."""

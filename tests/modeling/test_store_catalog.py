@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from modeling.errors import InvalidInput, NotFound, UnknownDevice
@@ -55,12 +56,18 @@ def test_unknown_things_raise_domain_errors(datadir: DataDir) -> None:
     catalog = datadir.catalog
     with pytest.raises(UnknownDevice, match="nope"):
         catalog.get_device("nope")
+    with pytest.raises(UnknownDevice, match="nope"):
+        catalog.active_model_version("nope")
+    with pytest.raises(UnknownDevice, match="nope"):
+        catalog.get_model_version("nope", "v1")
     with pytest.raises(NotFound):
         catalog.get_sweep(42)
     catalog.ensure_device("d")
     with pytest.raises(NotFound):
         catalog.activate_model("d", "v1")
     assert catalog.active_model_version("d") is None
+    with pytest.raises(UnknownDevice, match="nope"):
+        catalog.measurement_files(["d", "nope"])
 
 
 def test_model_versions_activate_atomically(datadir: DataDir) -> None:
@@ -96,3 +103,33 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path: Path) -> None:
         atomic_write(target, failing)
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]  # no temporary left behind
+
+
+def test_the_parquet_file_reader_gives_what_pandas_reads(datadir: DataDir) -> None:
+    """``read_parquet`` (pyarrow's file reader) and ``pd.read_parquet``: the same frame, dtypes too,
+    for a sweep's file and an import's (written before its sweep, without ``sweep_id``)."""
+    from collectors.ingest.batch import ingest_paths
+    from modeling.store.catalog import read_measurement_files, read_parquet
+    from tests.service.utils import fio_files
+
+    ingest_paths(datadir, "imported", fio_files(limit=4))
+    datadir.catalog.ensure_device("rows")
+    datadir.catalog.add_measurements("rows", [
+        {"queue_depth": 1, "iops": 1.5, "engine": "psync", "note": None},
+        {"queue_depth": 4, "iops": float("nan"), "engine": None, "note": "x"},
+    ])
+    files = datadir.catalog.measurement_files(["imported", "rows"])
+    assert set(files) == {"imported", "rows"}  # the devices asked, not the catalog's every device
+    for device, pairs in files.items():
+        for _, name in pairs:
+            path = datadir.catalog.measurements_dir / name
+            pd.testing.assert_frame_equal(read_parquet(path), pd.read_parquet(path), check_exact=True)
+            # a few columns: those of the file, in its order, and sweep_id where the file has it
+            want = [c for c in pd.read_parquet(path).columns if c in ("iops", "engine", "sweep_id")]
+            got = read_parquet(path, ["engine", "iops", "no_such_column"])
+            pd.testing.assert_frame_equal(got, pd.read_parquet(path, columns=want), check_exact=True)
+        full = datadir.catalog.measurements(device)
+        few = read_measurement_files(datadir.catalog.measurements_dir, pairs, ["engine", "iops"])
+        assert list(few.columns) == [c for c in full.columns if c in few.columns]
+        assert {"sweep_id", "engine", "iops"} <= set(few.columns) < set(full.columns)
+        pd.testing.assert_frame_equal(few, full[few.columns], check_exact=True)
