@@ -25,6 +25,7 @@ from modeling.serving.batch import read_workload_csv
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from modeling.store.catalog import read_measurement_files
+from modeling.store.open_loop_rows import METHOD, OFFERED
 from modeling.workload import WORKLOAD_FIELDS, Workload
 from traces.capacity.ceiling import OpenLoopCeilings, open_loop_ceilings
 from traces.capacity.mix_latency import MixCurves
@@ -37,6 +38,11 @@ LOAD_FIELDS = ("queue_depth", "numjobs")
 MIX_FIELDS = tuple(f for f in WORKLOAD_FIELDS if f not in LOAD_FIELDS)
 NEEDED_METRICS = ("iops", "latency_mean_us", "latency_p99_us")
 """What the open-loop curve of a mix is made of."""
+SOURCE_COLUMNS = (*WORKLOAD_FIELDS, OFFERED, METHOD, "engine", *NEEDED_METRICS)
+"""The measurement columns a device's curve source and open-loop ceilings read (the loads, the
+swept mixes, the open-loop points and their correction, the replay ceilings, the engine notes):
+a cold answer reads these of a device's dozens (tests/traces/test_capacity_columns.py holds its
+answers equal to those from every column)."""
 MAX_MIXES = 10_000
 """Mixes in one question; each costs a search."""
 
@@ -230,7 +236,7 @@ def source_and_ceilings(
         if key in _SOURCES:
             _SOURCES.move_to_end(key)
             return _SOURCES[key]
-    frame = read_measurement_files(datadir.catalog.measurements_dir, files)  # once, for both
+    frame = read_measurement_files(datadir.catalog.measurements_dir, files, SOURCE_COLUMNS)  # once, for both
     source = device_source(datadir, device, model, frame)
     measured = open_loop_ceilings(frame) if source.correction is not None else None
     if measured is not None:
