@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from modeling.store.open_loop_rows import OFFERED, closed_loop_rows, open_loop_rows
+from modeling.store.open_loop_rows import OFFERED, closed_loop_rows, open_loop_mask, open_loop_rows
 from modeling.workload import KIB, MIB
 
 REPLAY_ENGINE = "psync"
@@ -80,17 +80,21 @@ def engine_comparison(frame: pd.DataFrame, other: str) -> str | None:
 
 def engine_notes(frame: pd.DataFrame, device: str) -> list[str]:
     """Warnings when the device's closed-loop curve was not measured with the replay's engine."""
-    frame = frame[[c for c in READ if c in frame]]  # a few columns: a device's frame has dozens to copy
-    closed = closed_loop_rows(frame)
-    if closed.empty or "engine" not in closed:
+    if "engine" not in frame:
         return []
-    engines = closed["engine"].fillna("unknown").astype(str)
-    counts = engines.value_counts()
+    # the engine column alone: a device's frame has dozens of columns to copy
+    engines = pd.Series(frame["engine"].to_numpy()[~open_loop_mask(frame)])
+    if engines.empty:
+        return []
+    counts = engines.fillna("unknown").astype(str).value_counts()
     others = [e for e in counts.index if e != REPLAY_ENGINE]
     if not others:
         return []
     share = ", ".join(f"{counts[e]} {e}" for e in counts.index)
-    numbers = [c for c in (engine_comparison(frame, e) for e in others) if c]
+    numbers = []
+    if (frame["engine"] == REPLAY_ENGINE).any():  # else no psync point to compare with (most devices)
+        frame = frame[[c for c in READ if c in frame]]
+        numbers = [c for c in (engine_comparison(frame, e) for e in others) if c]
     measured = f": {'; '.join(numbers)}" if numbers else " (no psync point of the same mix to compare)"
     return [
         f"the closed-loop curve is not the replay's engine ({REPLAY_ENGINE}): its points are {share}"
