@@ -46,7 +46,9 @@ def test_every_estimator_family_is_covered() -> None:
     assert set(FAMILIES) == set(ESTIMATORS), "a new estimator family must join this test"
 
 
-@pytest.fixture(scope="module", params=sorted(FAMILIES))
+# load_gated's fit is the everyday suite's longest setup (12 s on 2 cores): it runs with the slow set
+@pytest.fixture(scope="module", params=[pytest.param(f, marks=pytest.mark.slow) if f == "load_gated" else f
+                                        for f in sorted(FAMILIES)])
 def family_model(request: pytest.FixtureRequest) -> DeviceModel:
     # region models (the scope choices) come from the cheap families; a Gaussian process
     # per region and metric would cost minutes and exercise the same row path. The Gaussian
