@@ -2,7 +2,7 @@
 
 Registered for the whole suite by ``pytest_plugins`` in ``tests/conftest.py`` (a fixture
 costs nothing until a test asks for it); the plain helpers (``tiny_plan``, ``sha256_of``,
-``mkfs_ext4``, ``write_mbr``) are imported by name.
+``mkfs_ext4``, ``write_mbr``, ``reference_or_skip``) are imported by name.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from collectors.devices.reference import Reference, create_reference, destroy_reference
 from collectors.plans.presets import Plan
+from modeling.errors import InvalidInput
+from modeling.store import DataDir
 from modeling.workload import Workload
 
 LOOP_SIZE = 32 * 1024 * 1024
@@ -35,6 +38,23 @@ def tiny_plan(n: int = 2) -> Plan:
                  read_size="4k", write_size="16k"),
     ]
     return Plan("tiny", tuple(points[:n]), seed=1)
+
+
+@contextmanager
+def reference_or_skip(
+    d: DataDir, kind: str, size: int, *, iops: int | None = None,
+    skip_on: tuple[type[Exception], ...] = (InvalidInput,),
+) -> Iterator[Reference]:
+    """A reference device (``ssdpredict reference create``) for one test, destroyed after it; the
+    test is skipped, with the reason, where this machine cannot make one (``skip_on``)."""
+    try:
+        ref = create_reference(d, kind, size, iops)
+    except skip_on as exc:
+        pytest.skip(f"no {kind} reference can be made here: {exc}")
+    try:
+        yield ref
+    finally:
+        destroy_reference(d, ref.path)
 
 
 def sha256_of(path: str | Path) -> str:

@@ -12,29 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from collectors.devices.reference import create_reference, destroy_reference
 from collectors.fio.jobs import JobSettings, global_options, render_job, workload_options
 from collectors.fio.results import load_fio_json, parse_fio_document
 from collectors.fio.runner import run_fio
 from collectors.sweep.openloop import LANES, measure_open_point, realtime_prefix
-from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from modeling.workload import Workload
+from tests.device_fixtures import reference_or_skip
 
 MIB = 1 << 20
 
 
 @pytest.fixture
 def loop_ref(tmp_path: Path):  # type: ignore[no-untyped-def]
-    d = DataDir(tmp_path / "home")
-    try:
-        ref = create_reference(d, "loop", 64 * MIB)
-    except InvalidInput as exc:
-        pytest.skip(f"no loop device can be made here: {exc}")
-    try:
+    with reference_or_skip(DataDir(tmp_path / "home"), "loop", 64 * MIB) as ref:
         yield ref
-    finally:
-        destroy_reference(d, ref.path)
 
 
 def test_loop_reference_is_buffered_over_tmpfs(loop_ref) -> None:  # type: ignore[no-untyped-def]

@@ -84,19 +84,13 @@ def test_a_point_measures_its_requests_after_the_warm_up(tmp_path: Path, fio_ava
 def test_near_the_cap_the_steady_part_meets_the_bucket_busy(tmp_path: Path, fio_available: str) -> None:
     """At 95 % of a 2,000 IO/s cap, waits for the bucket's next slice (milliseconds) come at the
     point's start: its steady part is served in microseconds, as a replay meets it."""
-    from collectors.devices.reference import create_reference, destroy_reference
     from collectors.devices.throttle import throttle_support
-    from modeling.errors import InvalidInput
     from modeling.store import DataDir
+    from tests.device_fixtures import reference_or_skip
 
     if throttle_support() is None:
         pytest.skip("no block throttle here (cgroup v1 blkio or a v2 io controller)")
-    d = DataDir(tmp_path / "home")
-    try:
-        ref = create_reference(d, "throttled", 16 << 20, iops=2000)
-    except InvalidInput as exc:
-        pytest.skip(f"no throttled reference here: {exc}")
-    try:
+    with reference_or_skip(DataDir(tmp_path / "home"), "throttled", 16 << 20, iops=2000) as ref:
         subprocess.run(
             ["dd", "if=/dev/urandom", f"of={ref.path}", "bs=1M", "count=16", "oflag=direct"],
             check=True,
@@ -106,7 +100,5 @@ def test_near_the_cap_the_steady_part_meets_the_bucket_busy(tmp_path: Path, fio_
         job = JobSettings(target=ref.path, engine="psync", size=16 << 20, runtime_ms=1000)
         run = partial(run_fio, prefix=realtime_prefix()[0], timeout=60)
         row, _ = measure_open_point(w, 1900, job, run, min_requests=100)
-    finally:
-        destroy_reference(d, ref.path)
     assert row["iops"] == pytest.approx(1900, rel=0.15)
     assert row["latency_p99_us"] < 1000, row

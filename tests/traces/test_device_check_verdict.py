@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from collectors.devices.reference import create_reference, destroy_reference
 from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from modeling.workload import MIB, Workload
+from tests.device_fixtures import reference_or_skip
 from tests.traces.fake_devices import FakeMMcDevice
 from traces.validate import device_check
 from traces.validate.device_check import check_device, stored_reference
@@ -22,15 +22,8 @@ SPAN = 32 * MIB
 
 @pytest.fixture
 def zram(tmp_path: Path, fio_available: str) -> Iterator[str]:
-    d = DataDir(tmp_path / "refs")
-    try:
-        ref = create_reference(d, "zram", SPAN)
-    except (InvalidInput, OSError) as exc:
-        pytest.skip(f"zram cannot be made here: {exc}")
-    try:
+    with reference_or_skip(DataDir(tmp_path / "refs"), "zram", SPAN, skip_on=(InvalidInput, OSError)) as ref:
         yield ref.path
-    finally:
-        destroy_reference(d, ref.path)
 
 
 def _stored(mean_us: float, engine: str = "psync", sweep: int = 7) -> pd.DataFrame:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.devices.reference import create_reference, destroy_reference
 from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from modeling.workload import MIB
+from tests.device_fixtures import reference_or_skip
 from traces.replay.capacity import OVERLOAD, capacity_ceiling, measure_replay_capacity
 
 
@@ -22,17 +22,10 @@ def test_ceiling_is_the_served_fraction_at_most_one() -> None:
 
 @pytest.mark.slow
 def test_an_overloaded_replay_serves_what_the_path_delivers(tmp_path: Path, fio_available: str) -> None:
-    d = DataDir(tmp_path / "home")
-    try:
-        ref = create_reference(d, "zram", 64 * MIB)
-    except InvalidInput as exc:
-        pytest.skip(f"no zram here: {exc}")
-    try:
+    with reference_or_skip(DataDir(tmp_path / "home"), "zram", 64 * MIB) as ref:
         # 1 MiB reads on zram take tens of microseconds of CPU each: no replay on two cores
         # serves 150,000 IO/s, so the lanes run back to back and their rate is the path's
         cap = measure_replay_capacity(ref.path, 50_000, size=1 * MIB, duration_s=0.1, destroy_data=True)
-    finally:
-        destroy_reference(d, ref.path)
     assert cap.offered_iops == OVERLOAD * 50_000 and cap.requests == pytest.approx(15_000, rel=0.05)
     assert 500 < cap.iops < 50_000
     assert cap.ceiling(50_000) == pytest.approx(cap.iops / 50_000)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from collectors.devices.reference import create_reference, destroy_reference
 from modeling.errors import InvalidInput
 from modeling.store import DataDir
 from service.cli.main import app
+from tests.device_fixtures import reference_or_skip
 from tests.traces.helpers import write_generic
 from traces.chunks import TraceChunk
 from traces.replay.iolog import remap
@@ -82,16 +82,9 @@ def test_refuse_stops_before_fio_and_the_cli_says_so_in_one_line(tmp_path: Path,
 
 
 def test_zram_replays_thousand_byte_requests_as_4_kib(tmp_path: Path, fio_available: str) -> None:
-    d = DataDir(tmp_path / "home")
-    try:
-        ref = create_reference(d, "zram", 16 * MIB)
-    except InvalidInput as exc:
-        pytest.skip(f"no zram here: {exc}")
-    try:
+    with reference_or_skip(DataDir(tmp_path / "home"), "zram", 16 * MIB) as ref:
         result = replay(str(_thousand_bytes(tmp_path / "k.csv")), ref.path, destroy_data=True, window_s=0.25,
                         lanes=2, slip_us=0.0)
-    finally:
-        destroy_reference(d, ref.path)
     assert result.fit is not None and (result.fit.block, result.fit.resized) == (4096, 200)
     assert result.fit.bytes_added == 200 * 3096 and set(result.log["bs"]) == {4096}
     assert any("200 of 200 requests" in w and "619200 bytes added" in w for w in result.warnings)
