@@ -34,8 +34,9 @@ What is measured, per trace:
   other points (lighter, heavier) stay as swept.
 
 Cost: one fio point each, as the sweep runs it: its warm-up (1 s), ``max(1 s, 1,500 requests)`` and
-fio's start (about 1 s): about 3.5 s at 1,000 IO/s or more, 6 s at 400 IO/s; one or two points a
-trace (at most :data:`MAX_POINTS`).  The report gives the seconds it took.
+fio's start: on the throttled reference 2.4-2.9 s at 1,000-1,600 IO/s and 5.2 s at 400 IO/s
+(2026-11-29); one or two points a trace (at most :data:`MAX_POINTS`).  The report gives the
+seconds it took.
 """
 
 from __future__ import annotations
