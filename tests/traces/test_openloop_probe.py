@@ -41,7 +41,6 @@ def _stored() -> pd.DataFrame:
 def _table(rates: list[float], util: list[float], mix: dict[str, object] = KIB4,
            requests: int = 200) -> pd.DataFrame:
     """An as-swept window table (the columns the probe reads)."""
-    n = len(rates)
     return pd.DataFrame({"write_ratio": mix["write_ratio"], "request_size": mix["request_size"],
                          "randomness": mix["randomness"], "offered_iops": rates, "utilisation": util,
                          "requests": requests, "too_short": False, "saturated": [u >= 1 for u in util]})
@@ -86,12 +85,13 @@ def test_reanchoring_replaces_the_stored_points_in_the_band_and_keeps_the_rest()
 
 
 def test_an_anchor_points_note_gives_the_sweeps_value_the_probes_and_the_change() -> None:
-    p = AnchorPoint("4 KiB reads", 405, {"offered_iops": 409.0, "latency_mean_us": 12.0, "latency_p99_us": 30.0},
-                    {"offered_iops": 400.0, "latency_mean_us": 16.0, "latency_p99_us": 48.0}, 2, 5.5)
+    now = {"offered_iops": 409.0, "latency_mean_us": 12.0, "latency_p99_us": 30.0}
+    p = AnchorPoint("4 KiB reads", 405, now, {"offered_iops": 400.0, "latency_mean_us": 16.0,
+                                              "latency_p99_us": 48.0}, 2, 5.5)
     assert p.change == pytest.approx(-0.25)
-    assert p.note == ("open-loop anchor for 4 KiB reads at 405 IO/s: sweep --for-trace measured 16.0 us mean, "
-                      "p99 48.0 at 400 IO/s; probed now 12.0 us mean, p99 30.0 at 409 IO/s (-25%, 5.5 s); the "
-                      "re-anchored prediction uses the probe in place of 2 stored point(s)")
+    assert p.note == ("open-loop anchor for 4 KiB reads at 405 IO/s: sweep --for-trace measured 16.0 us "
+                      "mean, p99 48.0 at 400 IO/s; probed now 12.0 us mean, p99 30.0 at 409 IO/s (-25%, "
+                      "5.5 s); the re-anchored prediction uses the probe in place of 2 stored point(s)")
     assert p.to_dict()["change_mean"] == pytest.approx(-0.25) and p.to_dict()["replaced"] == 2
 
 
@@ -103,6 +103,30 @@ def _poisson_reads(path: Path, rate: float, seconds: float, seed: int = 3) -> Pa
     return write_generic(path, t, np.zeros(n, bool), off, np.full(n, 4096))
 
 
+def test_both_predictions_are_compared_with_the_same_replay_and_the_headline_is_the_re_anchored_one() -> None:
+    from traces.predict.windows import TracePrediction
+    from traces.validate.compare import _beside, compare
+    from traces.validate.openloop_probe import OpenLoopProber
+
+    def predicted(mean: list[float]) -> TracePrediction:
+        win = pd.DataFrame({"window_start_s": [0.0, 0.5, 1.0], "too_short": False, "saturated": False,
+                            "requests": 500, "pred_latency_mean_us": mean, "pred_latency_p99_us": 40.0})
+        return TracePrediction("d", "v1", "open-loop", win, {})
+
+    measured = pd.DataFrame({"window_start_s": [0.0, 0.5, 1.0], "latency_mean_us": [10.0, 12.0, 20.0],
+                             "latency_p99_us": 50.0})
+    anchored, swept = predicted([11.0, 12.0, 18.0]), predicted([15.0, 15.0, 15.0])
+    df, summary = compare(anchored, measured)
+    df, probe = _beside(df, swept, measured, OpenLoopProber("t", True))
+    assert summary["errors"]["latency_mean_us"]["mre"] == pytest.approx((0.1 + 0 + 0.1) / 3)
+    assert probe["headline"] == "re-anchored" and probe["points"] == []
+    assert probe["as_swept"]["errors"]["latency_mean_us"]["mre"] == pytest.approx((0.5 + 0.25 + 0.25) / 3)
+    assert df["as_swept_pred_latency_mean_us"].tolist() == [15.0] * 3
+    assert df["as_swept_latency_mean_us_rel_error"].tolist() == pytest.approx([0.5, 0.25, 0.25])
+    assert df["latency_mean_us_rel_error"].tolist() == pytest.approx([0.1, 0.0, 0.1])
+
+
+@pytest.mark.slow
 def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_against_the_same_replay(
     trained_root: Path, tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,7 +160,8 @@ def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_agains
             assert w[f"{who}latency_mean_us_rel_error"] == pytest.approx(want)
         assert w["as_swept_pred_latency_mean_us"] > 300  # through the stored 500 us point
         assert w["pred_latency_mean_us"] < 0.8 * w["as_swept_pred_latency_mean_us"]  # through the probe's
-    swept, anchored = probe["as_swept"]["errors"]["latency_mean_us"], doc["summary"]["errors"]["latency_mean_us"]
+    swept = probe["as_swept"]["errors"]["latency_mean_us"]
+    anchored = doc["summary"]["errors"]["latency_mean_us"]
     assert swept["n"] == anchored["n"] == len(compared)
     assert anchored["mre"] < swept["mre"]
     assert len(d.catalog.measurements("synth")) == before  # the probe's points are not stored
