@@ -9,6 +9,7 @@ import typer
 
 from service.cli.common import console, datadir, handle_errors
 from service.cli.options import (
+    CapacityProbesOption,
     DestroyDataOption,
     DeviceOption,
     FormatOption,
@@ -16,6 +17,7 @@ from service.cli.options import (
     LanesOption,
     ResizeOption,
     MethodOption,
+    OpenLoopProbeOption,
     OptionalTargetOption,
     OutputOption,
     SpeedOption,
@@ -52,20 +54,8 @@ def validate_cmd(
                      help="with --target: probe it at QD1 first against the model (drift since the sweep)"),
     ] = True,
     resize: ResizeOption = "round-up",
-    capacity_probes: Annotated[
-        int,
-        typer.Option("--capacity-probes", min=0, max=9,
-                     help="with --target and --destroy-data: measure the replay path's capacity this many "
-                     "times before the replay where sweep --for-trace measured it, and predict with the "
-                     "median (0: the sweep's)"),
-    ] = 3,
-    open_loop_probe: Annotated[
-        bool,
-        typer.Option("--open-loop-probe/--no-open-loop-probe",
-                     help="with --target and --destroy-data: right before the replay, measure the trace's "
-                     "light rates open loop (a few seconds) and give the prediction re-anchored on them, "
-                     "the one as swept beside it"),
-    ] = True,
+    capacity_probes: CapacityProbesOption = 3,
+    open_loop_probe: OpenLoopProbeOption = True,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate.compare import validate_trace
