@@ -82,6 +82,13 @@ def test_reanchoring_replaces_the_stored_points_in_the_band_and_keeps_the_rest()
     out, said = reanchor(stored, [far], [_point(KIB4, 5_000, 7.0)])
     assert len(out) == len(stored) + 1 and said == [(0, None)]
     assert stored["latency_mean_us"].tolist()[:2] == [16.0, 15.0]  # the caller's rows are not changed
+    # two points of one mix: all the band's stored points go, each is compared with those near its rate
+    two = plan_probe(stored, _table([300, 500, 600, 700, 1_000], [0.3] * 5))
+    assert [p.rate for p in two] == [600, 940] and two[0].band == pytest.approx((500.0, 1_128.0))
+    out, said = reanchor(stored, two, [_point(KIB4, 600, 14.0), _point(KIB4, 940, 12.0)])
+    assert sorted(out.loc[out["write_ratio"] == 0, "offered_iops"])[:3] == [400, 432, 600]
+    assert said[0] == (0, None)  # 1,000 IO/s is not within 20 % of 600: dropped, not compared
+    assert said[1] == (1, {"offered_iops": 1_000.0, "latency_mean_us": 11.0, "latency_p99_us": 33.0})
 
 
 def test_an_anchor_points_note_gives_the_sweeps_value_the_probes_and_the_change() -> None:
@@ -91,7 +98,8 @@ def test_an_anchor_points_note_gives_the_sweeps_value_the_probes_and_the_change(
     assert p.change == pytest.approx(-0.25)
     assert p.note == ("open-loop anchor for 4 KiB reads at 405 IO/s: sweep --for-trace measured 16.0 us "
                       "mean, p99 48.0 at 400 IO/s; probed now 12.0 us mean, p99 30.0 at 409 IO/s (-25%, "
-                      "5.5 s); the re-anchored prediction uses the probe in place of 2 stored point(s)")
+                      "5.5 s); the re-anchored prediction uses the probe in place of 2 stored point(s) "
+                      "near it")
     assert p.to_dict()["change_mean"] == pytest.approx(-0.25) and p.to_dict()["replaced"] == 2
 
 

@@ -76,7 +76,7 @@ class AnchorPoint:
     mix: str
     rate: int  # asked
     probed: dict[str, float]  # offered_iops, latency_mean_us, latency_p99_us
-    swept: dict[str, float] | None  # the stored point of the mix nearest in rate among those replaced
+    swept: dict[str, float] | None  # the replaced stored point nearest its rate (within BAND of it)
     replaced: int = 0
     seconds: float = 0.0
 
@@ -94,12 +94,12 @@ class AnchorPoint:
         now = f"{p['latency_mean_us']:.1f} us mean, p99 {p['latency_p99_us']:.1f} at {p[OFFERED]:,.0f} IO/s"
         if self.swept is None:
             return (f"open-loop anchor for {self.mix} at {self.rate:,} IO/s: probed now {now} "
-                    f"({self.seconds:.1f} s); the sweep had no point there, the probe is added")
+                    f"({self.seconds:.1f} s); the sweep had no point within {BAND:.0%} of that rate")
         s = self.swept
         was = f"{s['latency_mean_us']:.1f} us mean, p99 {s['latency_p99_us']:.1f} at {s[OFFERED]:,.0f} IO/s"
         return (f"open-loop anchor for {self.mix} at {self.rate:,} IO/s: sweep --for-trace measured {was}; "
                 f"probed now {now} ({self.change:+.0%}, {self.seconds:.1f} s); the re-anchored prediction "
-                f"uses the probe in place of {self.replaced} stored point(s)")
+                f"uses the probe in place of {self.replaced} stored point(s) near it")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, with the note."""
@@ -171,8 +171,8 @@ def plan_probe(open_loop: pd.DataFrame, table: pd.DataFrame, *, light_max: float
 def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[str, Any]]
              ) -> tuple[pd.DataFrame, list[tuple[int, dict[str, float] | None]]]:
     """``open_loop`` with each planned mix's stored fio points in its band dropped and the fresh rows
-    added; per planned point, how many stored points its mix lost and the stored point nearest its
-    rate among those (None: none)."""
+    added; per planned point, how many of those were within :data:`BAND` of its own rate and the one
+    nearest its rate (None: none)."""
     ol = open_loop.reset_index(drop=True)
     is_fio = np.flatnonzero(open_loop_mask(ol) & ~replayed_mask(ol))
     rows = ol.iloc[is_fio].reset_index(drop=True)
@@ -184,10 +184,13 @@ def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[s
         mine = np.all(np.isclose(row_keys, np.array(p.key)), axis=1)
         inband = mine & (stored_rate >= p.band[0]) & (stored_rate <= p.band[1])
         drop[is_fio[inband]] = True
-        idx = np.flatnonzero(inband)
+        # compared with the sweep's points near its own rate (a mix's second point is not compared with
+        # a point the band takes in only because of the first)
+        near = inband & (stored_rate >= p.rate / (1 + BAND)) & (stored_rate <= p.rate * (1 + BAND))
+        idx = np.flatnonzero(near)
         if idx.size:
             j = idx[np.argmin(np.abs(np.log(stored_rate[idx] / p.rate)))]
-            said.append((int(inband.sum()), {m: float(rows[m].iloc[j]) for m in METRICS}))
+            said.append((int(near.sum()), {m: float(rows[m].iloc[j]) for m in METRICS}))
         else:
             said.append((0, None))
     added = pd.DataFrame([{**r, "anchor_source": SOURCE} for r in fresh])
