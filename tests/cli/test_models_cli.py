@@ -182,9 +182,7 @@ def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir,
     assert r.exit_code == 0 and "extrapolated" in r.output and "latency_p99_9_us" in r.output
 
 
-def test_train_with_a_reference(device_with_data, datadir):
-    r = run("train", "--device", "synth", "--folds", "3", "--time-budget", "5")
-    assert r.exit_code == 0, r.output
+def test_train_with_a_reference(trained, datadir):
     few = synthetic_rows(seed=5).sample(10, random_state=1)
     few["iops"] *= 0.5
     few["bandwidth_mib_s"] *= 0.5
