@@ -176,7 +176,19 @@ def _row(report: dict[str, Any]) -> dict[str, Any]:
         "warnings": report["warnings"],
         # the replay path's capacity: the sweep's and the probes trace validate took before its replay
         "capacity_probe": report.get("capacity_probe") or [],
+        # the light open-loop probe (traces.validate.openloop_probe): the errors above are re-anchored on it,
+        # these the prediction as swept against the same replay (None: no probe ran)
+        **_as_swept(report.get("open_loop_probe")),
     }
+
+
+def _as_swept(probe: dict[str, Any] | None) -> dict[str, Any]:
+    if not probe:
+        return {"as_swept_mean": None, "as_swept_p99": None, "anchors": [], "anchor_s": 0.0}
+    e = probe["as_swept"]["errors"]
+    return {"as_swept_mean": e.get("latency_mean_us", {}).get("unsaturated", {}).get("mre"),
+            "as_swept_p99": e.get("latency_p99_us", {}).get("unsaturated", {}).get("mre"),
+            "anchors": probe["points"], "anchor_s": probe["seconds"]}
 
 
 def _pct(v: Any) -> str:
@@ -274,10 +286,30 @@ def print_row(r: dict[str, Any]) -> None:
         shown = ", ".join(f"{x:,.0f}" for x in p["probes_iops"])
         print(f"    capacity of {p['mix']}: sweep {p['swept_iops']:,.0f} IO/s, probed {shown} (median"
               f" {p['probed_iops']:,.0f}, spread {p['spread'] * 100:.0f} %)", flush=True)
+    if a.get("anchors"):
+        print(f"    re-anchored (the figures above); as swept, same replay: mean {_pct(a['as_swept_mean'])}"
+              f" p99 {_pct(a['as_swept_p99'])}; open-loop probe {a['anchor_s']:.1f} s", flush=True)
+    for p in a.get("anchors", []):
+        s, q = p["swept"], p["probed"]
+        was = "none" if s is None else f"{s['latency_mean_us']:.1f} us at {s['offered_iops']:,.0f}"
+        change = "" if p["change_mean"] is None else f" ({p['change_mean'] * 100:+.0f} %)"
+        print(f"    anchor {p['mix']} at {p['rate_iops']:,} IO/s: sweep {was}, probed"
+              f" {q['latency_mean_us']:.1f} us at {q['offered_iops']:,.0f}{change}", flush=True)
 
 
 def summary(rows: list[dict[str, Any]]) -> None:
-    """Per flow: traces meeting each target, mean of the MREs, window-weighted saturation agreement."""
+    """Per flow: traces meeting each target, mean of the MREs, window-weighted saturation agreement;
+    for ``--for-trace`` also the medians of the mean MRE re-anchored and as swept (same replays)."""
+    # a trace the probe measured nothing for (no light window) was predicted once: both are that one
+    paired = [(r["for-trace"]["mean"], r["for-trace"]["as_swept_mean"] if r["for-trace"].get("anchors")
+               else r["for-trace"]["mean"]) for r in rows]
+    paired = [(a, b) for a, b in paired if a is not None and b is not None]
+    probed = sum(bool(r["for-trace"].get("anchors")) for r in rows)
+    if paired:
+        a, b = np.array(paired).T
+        print(f"  for-trace, {len(paired)} trace(s) with a number ({probed} probed): median mean MRE"
+              f" re-anchored {np.median(a) * 100:.1f} %, as swept {np.median(b) * 100:.1f} %;"
+              f" worse by > 3 points re-anchored on {int(np.sum(a - b > 0.03))}")
     for flow in ("for-trace", "quick"):
         got = [r[flow] for r in rows]
         mean = [g["mean"] for g in got if g["mean"] is not None]

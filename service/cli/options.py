@@ -115,6 +115,15 @@ WindowRequestsOption = Annotated[int | None, typer.Option(
 LanesOption = Annotated[int | None, typer.Option(
     "--lanes", help="parallel replay jobs (default: the trace's peak in flight, else 16)")]
 SpeedOption = Annotated[float, typer.Option("--speed", help="time scale: 2.0 replays twice as fast")]
+CapacityProbesOption = Annotated[int, typer.Option(
+    "--capacity-probes", min=0, max=9,
+    help="with --target and --destroy-data: measure the replay path's capacity this many times before the "
+    "replay where sweep --for-trace measured it, and predict with the median (0: the sweep's)")]
+OpenLoopProbeOption = Annotated[bool, typer.Option(
+    "--open-loop-probe/--no-open-loop-probe",
+    help="trace validate with --target and --destroy-data: right before the replay, measure the trace's "
+    "light rates open loop (a few seconds) and report the prediction re-anchored on them, the one as swept "
+    "beside it")]
 ResizeOption = Annotated[str, typer.Option(
     "--resize", help="requests the target cannot take (size not a multiple of its block): "
     "round-up (counted and warned) or refuse")]

@@ -159,3 +159,27 @@ def test_points_over_the_replay_paths_capacity_are_left_out_and_counted() -> Non
     assert "over the replay path's capacity" in " ".join(capped.notes())
     assert _corrected(plain, win)[0] > 1.5 * _corrected(capped, win)[0]
     assert _corrected(capped, win)[0] < 300.0
+
+
+def test_points_at_a_token_buckets_wall_are_left_out_even_under_the_measured_capacity() -> None:
+    # the fault seen once (issue 22): the replay path's capacity probed at 2,031 IO/s, so fio's point
+    # served 2,012 at the wall (1.2 ms mean, p50 8 us) was kept under it, and windows at 1,800 IO/s
+    # were predicted 22-104 us where the replay measured 8-9
+    rates = [400.0, 1000.0, 1600.0]
+    flat = _points(rates, [12.0, 10.0, 9.0])
+    flat["latency_p50_us"] = [10.0, 8.5, 8.0]
+    wall = _points([2012.0], [1200.0])
+    wall["latency_p50_us"] = 8.0
+    pts = pd.concat([flat, wall], ignore_index=True)
+    win = _windows([1800.0])
+    under = lambda rows: np.full(len(rows), 2031.0 / MU)  # noqa: E731 -- the cap just over the point
+    clean = learn_correction(FakeMMcDevice(MU, 1), flat, LOADS, under)
+    corr = learn_correction(FakeMMcDevice(MU, 1), pts, LOADS, under)
+    assert clean is not None and corr is not None
+    assert corr.left_out["wall"] == 1 and corr.left_out["over_capacity"] == 0 and clean.left_out["wall"] == 0
+    assert any("over 10x their median" in n for n in corr.notes())
+    assert _corrected(corr, win) == pytest.approx(_corrected(clean, win))
+    assert _corrected(corr, win)[0] < 20.0
+    # without a stored median the rule says nothing (older stores): the point is kept
+    old = learn_correction(FakeMMcDevice(MU, 1), pts.drop(columns="latency_p50_us"), LOADS, under)
+    assert old is not None and old.left_out["wall"] == 0 and _corrected(old, win)[0] > 20.0

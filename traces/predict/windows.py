@@ -35,6 +35,9 @@ MIN_WINDOW_REQUESTS = 20
 # given a device's replay ceilings (as sweep --for-trace measured them) and its newest open-loop
 # rows, the ceilings to predict with (trace validate's probe of the replay path, taken now)
 ReplayAdjust = Callable[[ReplayCeilings, pd.DataFrame], ReplayCeilings]
+# given a device's newest open-loop rows, the rows to learn the correction on (trace validate's light
+# open-loop probe puts points measured now in place of the sweep's at the trace's rates)
+Anchors = Callable[[pd.DataFrame], pd.DataFrame]
 
 
 @dataclass
@@ -62,10 +65,12 @@ class DeviceCurveSource:
 
 
 def device_source(datadir: DataDir, device: str, model: PredictsFrame,
-                  frame: pd.DataFrame | None = None, adjust: ReplayAdjust | None = None) -> DeviceCurveSource:
+                  frame: pd.DataFrame | None = None, adjust: ReplayAdjust | None = None,
+                  anchors: Anchors | None = None) -> DeviceCurveSource:
     """The device's measured closed-loop loads and its open-loop correction, from the catalog
     (or from ``frame``, its measurements when the caller has read them already); ``adjust``
-    replaces the replay ceilings the sweep measured before the correction is learnt on them."""
+    replaces the replay ceilings the sweep measured before the correction is learnt on them,
+    ``anchors`` the open-loop points it is learnt on (never what is stored)."""
     frame = datadir.catalog.measurements(device) if frame is None else frame
     notes: list[str] = []
     if frame.empty or "queue_depth" not in frame:
@@ -78,6 +83,8 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
     replay = replay_ceilings(newest, frame)
     if replay is not None and adjust is not None:
         replay = adjust(replay, newest)
+    if anchors is not None:
+        newest = anchors(newest)
     # the points are corrected on the curve the windows are predicted on: capped at the replay path's capacity
     correction = (learn_correction(model, newest, loads, None if replay is None else replay.for_windows)
                   if len(newest) else None)
@@ -237,6 +244,8 @@ def predict_trace(
     registry: ModelRegistry | None = None,
     ceiling: float = 1.0,
     probe: Callable[[ReplayCeilings, pd.DataFrame, pd.DataFrame], ReplayCeilings] | None = None,
+    anchors: Anchors | None = None,
+    characterised: Characterization | None = None,
 ) -> tuple[TracePrediction, Characterization]:
     """Characterise a trace and predict every window on ``device``.
 
@@ -244,11 +253,14 @@ def predict_trace(
     validation on a reference whose replay path serves less than its closed-loop sweeps
     (:mod:`traces.replay.capacity`).  ``probe(ceilings, open_loop_rows, windows)``: the replay
     ceilings to use instead of the sweep's (``trace validate``'s probe of the replay path now).
+    ``anchors(open_loop_rows)``: the open-loop points to correct on instead of the stored ones
+    (``trace validate``'s light open-loop probe).  ``characterised``: the trace's characterisation
+    when the caller has it already (the same ``path`` and windows).
     """
     model = (registry or ModelRegistry(datadir)).load(device, model_version)
-    char = characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
+    char = characterised or characterize(str(path), fmt, window_s=window_s, window_requests=window_requests)
     adjust = None if probe is None else (lambda ceilings, rows: probe(ceilings, rows, char.windows))
-    source = device_source(datadir, device, model, adjust=adjust)
+    source = device_source(datadir, device, model, adjust=adjust, anchors=anchors)
     if ceiling != 1.0:
         source.ceiling = ceiling
         source.notes.append(f"capacity capped at {ceiling * 100:.0f} % of the model's (the replay path's)")

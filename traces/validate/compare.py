@@ -22,6 +22,12 @@ schedule: their latency includes the machine's waits and their saturation is unk
 the summary counts those under ``saturation``.  The p99 is compared only on windows of at
 least :data:`MIN_P99_REQUESTS` requests.
 
+With a replay target (and ``destroy_data``, open-loop method), right before the replay, the trace's
+light rates are measured again open loop (:mod:`traces.validate.openloop_probe`) and the windows
+predicted a second time with those points in place of the sweep's at the same mix and rates: the
+report's errors are that *re-anchored* prediction's, and the prediction as swept is compared with
+the same replay beside it (``open_loop_probe.as_swept``, the window columns ``as_swept_*``).
+
 With a replay target, a device check (:mod:`traces.validate.device_check`) runs right before the
 replay: one QD1 probe at the trace's dominant mix against the model's prediction of it,
 reported as ``device_check`` and warned about when its mean latency is more than 10 % off
@@ -45,8 +51,10 @@ from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization
-from traces.predict.windows import TracePrediction, predict_trace
+from traces.predict.windows import TracePrediction, newest_open_loop, predict_trace
+from traces.predict.ceiling import ReplayCeilings
 from traces.validate.capacity_probe import PROBES, CapacityProber
+from traces.validate.openloop_probe import OpenLoopProber
 
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 # a window's p99 is compared only with this many requests: below it the "p99" is one of the
@@ -64,11 +72,15 @@ class ValidationReport(TracePrediction):
     device_check: dict[str, Any] | None = None
     # the replay path's capacity probed before predicting, per mix (traces.validate.capacity_probe)
     capacity_probe: list[dict[str, Any]] | None = None
+    # the light open-loop points measured right before the replay, and the prediction as swept
+    # against the same replay (traces.validate.openloop_probe); the errors above are re-anchored
+    open_loop_probe: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (NaN and infinities become None)."""
         return self._json({"replay": self.replay, "device_check": self.device_check,
-                           "capacity_probe": self.capacity_probe, "plot": self.plot})
+                           "capacity_probe": self.capacity_probe, "open_loop_probe": self.open_loop_probe,
+                           "plot": self.plot})
 
 
 def _mre(err: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
@@ -192,6 +204,7 @@ def validate_trace(
     device_check: bool = True,
     resize: str = "round-up",
     capacity_probes: int = PROBES,
+    open_loop_probe: bool = True,
 ) -> ValidationReport:
     """Predict every window of a trace on ``device`` and compare with measurements.
 
@@ -200,6 +213,9 @@ def validate_trace(
     measure the replay path's capacity that many times at each mix the trace comes near whose
     capacity ``sweep --for-trace`` measured, and predict with the median
     (:mod:`traces.validate.capacity_probe`); 0 predicts with the sweep's.
+    ``open_loop_probe`` (with a ``target`` and ``destroy_data``, open-loop): right before the
+    replay, measure the trace's light rates open loop and report the prediction re-anchored on
+    them, the one as swept beside it (:mod:`traces.validate.openloop_probe`).
     ``resize``: the replay's rule for sizes the target cannot take (:func:`traces.replay.iolog.remap`).
     """
     registry = registry or ModelRegistry(datadir)  # one cache: the device check reuses the model
@@ -214,10 +230,12 @@ def validate_trace(
     prober = None
     if target is not None and capacity_probes > 0 and destroy_data and method == "open-loop":
         prober = CapacityProber(target, destroy_data, datadir.catalog, capacity_probes)
+    capacity = None if prober is None else _Once(prober)  # probed once, for both predictions
     prediction, char = predict_trace(
         datadir, device, path, fmt=fmt, window_s=window_s, window_requests=window_requests,
-        method=method, model_version=model_version, registry=registry, probe=prober,
+        method=method, model_version=model_version, registry=registry, probe=capacity,
     )
+    as_swept = None
     replay_info = None
     check = None
     warnings = list(prediction.warnings)
@@ -234,6 +252,16 @@ def validate_trace(
             model = registry.load(device, prediction.model_version)
             check, note = _device_check(datadir, device, model, char, target, destroy_data, fio)
             warnings += [note] if note else []
+        if open_loop_probe and destroy_data and method == "open-loop":
+            anchors = OpenLoopProber(target, destroy_data, datadir.catalog, fio)
+            if anchors.measure(newest_open_loop(datadir.catalog.measurements(device)), prediction.windows):
+                as_swept = (prediction, anchors)
+                prediction, _ = predict_trace(
+                    datadir, device, path, fmt=fmt, window_s=window_s, method=method,
+                    model_version=prediction.model_version, registry=registry, probe=capacity,
+                    anchors=anchors, characterised=char,
+                )
+                warnings = [w for w in prediction.warnings if w not in warnings] + warnings
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
             fio=fio, catalog=datadir.catalog, resize=resize,
@@ -246,6 +274,9 @@ def validate_trace(
         if measured is None:
             warnings.append("the trace has no latency and no replay target was given: predictions only")
     df, summary = compare(prediction, measured)
+    paired = None
+    if as_swept is not None:
+        df, paired = _beside(df, as_swept[0], measured, as_swept[1])
     plot = None
     if plot_path is not None and measured is not None:
         from traces.validate.plot import plot_validation
@@ -254,8 +285,40 @@ def validate_trace(
         plot = str(plot_validation(df, Path(plot_path), title=title, summary=summary))
     return ValidationReport(
         device, prediction.model_version, method, df, summary, warnings, replay=replay_info, plot=plot,
-        device_check=check, capacity_probe=probed,
+        device_check=check, capacity_probe=probed, open_loop_probe=paired,
     )
+
+
+class _Once:
+    """A capacity probe that measures on its first call and answers the same after it (the
+    as-swept and the re-anchored predictions of one validation share the probed capacity)."""
+
+    def __init__(self, probe: CapacityProber) -> None:
+        self.probe = probe
+        self.answer: ReplayCeilings | None = None
+
+    def __call__(self, ceilings: ReplayCeilings, open_loop: pd.DataFrame,
+                 windows: pd.DataFrame) -> ReplayCeilings:
+        if self.answer is None:
+            self.answer = self.probe(ceilings, open_loop, windows)
+        return self.answer
+
+
+AS_SWEPT = ("pred_latency_mean_us", "pred_latency_p99_us", "latency_mean_us_rel_error",
+            "latency_p99_us_rel_error")
+
+
+def _beside(df: pd.DataFrame, swept: TracePrediction, measured: pd.DataFrame | None,
+            anchors: OpenLoopProber) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The re-anchored table with the as-swept prediction's latency and errors beside it
+    (``as_swept_*``, against the same replay), and the probe's report: its points, its cost,
+    the as-swept errors."""
+    other, summary = compare(swept, measured)
+    for c in AS_SWEPT:
+        if c in other:
+            df[f"as_swept_{c}"] = other[c].to_numpy()
+    return df, {**anchors.to_dict(), "headline": "re-anchored",
+                "as_swept": {"errors": summary["errors"], "saturation": summary["saturation"]}}
 
 
 def _device_check(datadir: DataDir, device: str, model: Any, char: Characterization, target: str,

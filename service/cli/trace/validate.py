@@ -9,6 +9,7 @@ import typer
 
 from service.cli.common import console, datadir, handle_errors
 from service.cli.options import (
+    CapacityProbesOption,
     DestroyDataOption,
     DeviceOption,
     FormatOption,
@@ -16,6 +17,7 @@ from service.cli.options import (
     LanesOption,
     ResizeOption,
     MethodOption,
+    OpenLoopProbeOption,
     OptionalTargetOption,
     OutputOption,
     SpeedOption,
@@ -52,13 +54,8 @@ def validate_cmd(
                      help="with --target: probe it at QD1 first against the model (drift since the sweep)"),
     ] = True,
     resize: ResizeOption = "round-up",
-    capacity_probes: Annotated[
-        int,
-        typer.Option("--capacity-probes", min=0, max=9,
-                     help="with --target and --destroy-data: measure the replay path's capacity this many "
-                     "times before the replay where sweep --for-trace measured it, and predict with the "
-                     "median (0: the sweep's)"),
-    ] = 3,
+    capacity_probes: CapacityProbesOption = 3,
+    open_loop_probe: OpenLoopProbeOption = True,
 ) -> None:
     """Per window: predicted vs measured latency, bandwidth and IOPS, their errors, MRE and a PNG."""
     from traces.validate.compare import validate_trace
@@ -81,6 +78,7 @@ def validate_cmd(
         device_check=device_check,
         resize=resize,
         capacity_probes=capacity_probes,
+        open_loop_probe=open_loop_probe,
     )
     if emit(report, output, json_out, "warning"):
         return
@@ -107,6 +105,18 @@ def _print_report(report: ValidationReport) -> None:
         )
     for probe in report.capacity_probe or []:
         console.print(probe["note"], highlight=False)
+    anchors = report.open_loop_probe
+    if anchors:
+        for point in anchors["points"]:
+            console.print(point["note"], highlight=False)
+        e = anchors["as_swept"]["errors"].get("latency_mean_us")
+        if e is not None:
+            uns = e["unsaturated"]
+            swept = "n/a" if uns["mre"] is None else f"{uns['mre'] * 100:.1f} %"
+            took = anchors["seconds"]
+            console.print(f"the MREs above are re-anchored on the open-loop probe ({took:.1f} s); "
+                          f"as swept, against the same replay: MRE latency_mean_us {swept} over {uns['n']} "
+                          "unsaturated windows", highlight=False)
     if report.device_check:
         console.print(report.device_check["note"], highlight=False)
     if report.plot:
