@@ -154,7 +154,7 @@ def main() -> None:
     parser.add_argument(
         "--throttled-targets",
         help="with --throttled: AT,P99X,MEANX (targets P99X x the predicted p99 and MEANX x the mean at AT"
-        " of the capacity) in place of 0.85,1,1",
+        " of the capacity) in place of the kind's (0.5,3,2)",
     )
     parser.add_argument(
         "--open-loop-requests", type=int, help="with --validate: the sweep's --open-loop-requests (1,500)"

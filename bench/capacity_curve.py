@@ -21,8 +21,20 @@ fio's issue timestamp.  Each mix's capacity is measured first (closed loop, the 
 without a rate limit), the fractions are of that, and ``--curves`` repeats the whole curve
 to show whether it repeats.
 
+``--per-point N`` (N > 1) measures every fraction N times in turn (the fractions in order, N
+passes) on one reference and one mix (``--mixes``, its first), and prints per point the median
+and spread of the mean and p99, the served share, and the elasticity between the medians; then,
+for each statistic, the band of rates where the median lies within 25 % of a target: at the
+cliff's middle (the geometric mean of the lowest point's median and the highest median), at the
+validation's targets (3x the p99 and 2x the mean of the lowest point, its 0.5), and at the flat
+level itself; with where each pass crosses the target, and the share of runs within 25 % of it
+at the fraction that has the most.  ``--kind zram``: the zram reference, each mix's closed-loop
+capacity measured before and after as for the loop.
+
     /work/bin/quiet .venv/bin/python bench/capacity_curve.py --iops 200,500
     /work/bin/quiet .venv/bin/python bench/capacity_curve.py --kind loop --curves 3
+    /work/bin/quiet .venv/bin/python bench/capacity_curve.py --iops 200 --per-point 3 \
+        --mixes "write_ratio=0,request_size=16k,randomness=1" --fractions 0.5,0.8,0.85,0.86,0.87,...
 """
 
 from __future__ import annotations
@@ -184,20 +196,135 @@ def one_cap(iops: int, fractions: list[float], floor: float, repeats: int, min_r
         shutil.rmtree(home, ignore_errors=True)
 
 
+BAND = 1.25
+"""The 1.0x check's band: the measured statistic within 25 % of the target."""
+
+
+def band(
+    fractions: np.ndarray, medians: np.ndarray, target: float
+) -> tuple[float, list[tuple[float, float]]]:
+    """The rates (fractions of the cap, linear between points in log-statistic) where the median
+    curve lies within ``BAND`` of ``target``: their total width and the intervals."""
+    grid = np.linspace(fractions[0], fractions[-1], 20001)
+    curve = np.interp(grid, fractions, np.log(medians))
+    inside = np.abs(curve - np.log(target)) <= np.log(BAND)
+    edges = np.flatnonzero(np.diff(np.r_[0, inside.astype(int), 0]))
+    spans = [(float(grid[a]), float(grid[b - 1])) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    return float(sum(b - a for a, b in spans)), spans
+
+
+def crossing(fractions: np.ndarray, values: np.ndarray, target: float) -> float:
+    """The first fraction where one pass's curve rises through ``target`` (log-linear), nan if never."""
+    above = np.flatnonzero(values > target)
+    if not len(above) or above[0] == 0:
+        return float("nan")
+    i = above[0]
+    lo, hi = np.log(values[i - 1]), np.log(values[i])
+    return float(fractions[i - 1] + (fractions[i] - fractions[i - 1]) * (np.log(target) - lo) / (hi - lo))
+
+
+def dense(
+    kind: str, iops: int | None, mix: str, fractions: list[float], passes: int, min_requests: int
+) -> None:
+    """One mix's curve, every fraction measured ``passes`` times, and the 1.0x band (module docstring)."""
+    home = Path(tempfile.mkdtemp(prefix="bench-capacity-curve-"))
+    datadir = DataDir(home)
+    size_mib = 256
+    ref = create_reference(datadir, kind, size_mib << 20, iops)
+    span = (size_mib - 16) << 20
+    print(f"{ref.path} ({kind}): {ref.note}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        if kind == "throttled":
+            wr = parse_mix(mix).get("write_ratio", 0.0)
+            cap = float(iops or 0) / max(wr, 1 - wr)  # the binding direction's bucket
+            print(f"  {mix}: cap of the mix {cap:,.0f} IO/s (the bucket)", flush=True)
+        else:
+            caps = [closed_capacity(mix, ref.path, span) for _ in range(2)]
+            cap = float(np.mean(caps))
+            print(f"  {mix}: closed-loop capacity {caps[0]:,.0f} / {caps[1]:,.0f} IO/s", flush=True)
+        runs = []
+        for k in range(passes):
+            runs.append([point(mix, f * cap, ref.path, span, min_requests) for f in fractions])
+            print(f"   pass {k + 1} done (load average {os.getloadavg()[0]:.1f})", flush=True)
+        if kind != "throttled":
+            after = closed_capacity(mix, ref.path, span)
+            print(f"    closed-loop capacity after: {after:,.0f} IO/s", flush=True)
+    finally:
+        destroy_reference(datadir, ref.path)
+        shutil.rmtree(home, ignore_errors=True)
+    print_dense(np.array(fractions), runs)
+
+
+def print_dense(fractions: np.ndarray, runs: list[list[dict[str, float]]]) -> None:
+    """The per-point medians, spreads and elasticities, then the bands (module docstring)."""
+    v = {s: np.array([[p[s] for p in run] for run in runs]) for s in ("offered", "served", "mean", "p99")}
+    med = {s: np.median(x, axis=0) for s, x in v.items()}
+    spread = {s: (v[s].max(axis=0) - v[s].min(axis=0)) / med[s] for s in ("mean", "p99")}
+    print(
+        f"    {'frac':>5s} {'offered':>8s} {'served':>14s} {'mean us (runs)':>26s} {'spread':>6s}"
+        f" {'p99 us (runs)':>30s} {'spread':>6s} {'el.mean':>7s} {'el.p99':>7s}"
+    )
+    for i, f in enumerate(fractions):
+        el = ["", ""]
+        if i and med["offered"][i] != med["offered"][i - 1]:
+            dl = np.log(med["offered"][i] / med["offered"][i - 1])
+            el = [f"{np.log(med[s][i] / med[s][i - 1]) / dl:7.1f}" for s in ("mean", "p99")]
+        print(
+            f"    {f:5.2f} {med['offered'][i]:8.0f} {'/'.join(f'{x:.2f}' for x in v['served'][:, i]):>14s}"
+            f" {'/'.join(f'{x:.0f}' for x in v['mean'][:, i]):>26s} {spread['mean'][i]:6.0%}"
+            f" {'/'.join(f'{x:.0f}' for x in v['p99'][:, i]):>30s} {spread['p99'][i]:6.0%}"
+            f" {el[0]:>7s} {el[1]:>7s}"
+        )
+    # where each pass is first served under 95 % of its offered rate (the validation counts that as over)
+    short = [next((float(f) for f, x in zip(fractions, run, strict=True) if x < 0.95), float("nan"))
+             for run in v["served"]]
+    print("    first served under 95 %: " + "/".join(f"{x:.2f}" for x in short), flush=True)
+    for s, multiple in (("mean", 2.0), ("p99", 3.0)):
+        flat = med[s][0]
+        targets = {
+            "cliff's middle": float(np.sqrt(flat * med[s].max())),
+            f"{multiple:g}x the lowest point (the validation's)": multiple * flat,
+            "the lowest point (the flat level)": flat,
+        }
+        for name, t in targets.items():
+            width, spans = band(fractions, med[s], t)
+            # where each pass rises through the target (through 1.25x it for the flat level)
+            edge = t * (BAND if name.startswith("the lowest") else 1.0)
+            cross = np.array([crossing(fractions, v[s][k], edge) for k in range(len(runs))])
+            hits = (np.abs(np.log(v[s] / t)) <= np.log(BAND)).mean(axis=0)
+            print(
+                f"    {s} target {t:,.0f} us ({name}): median within 25 % over a width of {width:.3f}"
+                f" of the cap ({', '.join(f'{a:.3f}-{b:.3f}' for a, b in spans) or 'nowhere'});"
+                f" passes cross {edge:,.0f} us at"
+                f" {'/'.join(f'{c:.3f}' for c in cross)}; runs within 25 % at best {hits.max():.0%}"
+                f" (at {fractions[int(np.argmax(hits))]:.2f})",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--kind", choices=("throttled", "loop"), default="throttled")
+    parser.add_argument("--kind", choices=("throttled", "loop", "zram"), default="throttled")
     parser.add_argument("--iops", default="200,500", help="caps, comma-separated (throttled)")
     parser.add_argument("--fractions", default=None, help="of each mix's cap")
     parser.add_argument("--curves", type=int, default=3, help="loop: whole curves per mix")
-    parser.add_argument("--mixes", default=None, help="loop: mixes separated by ';'")
+    parser.add_argument("--mixes", default=None, help="loop, --per-point: mixes separated by ';'")
+    parser.add_argument("--per-point", type=int, default=1, help="runs of each fraction (one mix; docstring)")
     parser.add_argument("--floor", type=float, default=0.9, help="the fraction run --repeats more times")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--min-requests", type=int, default=1500, help="a point runs for at least this many")
     args = parser.parse_args()
     t0 = time.time()
+    if args.per_point > 1 or args.kind == "zram":
+        default = MIXES if args.kind == "throttled" else LOOP_MIXES
+        mix = args.mixes.split(";")[0] if args.mixes else default[0]
+        iops = int(args.iops.split(",")[0]) if args.kind == "throttled" else None
+        fractions = [float(x) for x in (args.fractions or FRACTIONS).split(",")]
+        dense(args.kind, iops, mix, fractions, max(args.per_point, 1), args.min_requests)
+        print(f"done in {time.time() - t0:.0f} s")
+        return
     if args.kind == "loop":
         mixes = tuple(args.mixes.split(";")) if args.mixes else LOOP_MIXES
         one_loop([float(x) for x in (args.fractions or LOOP_FRACTIONS).split(",")], args.curves,

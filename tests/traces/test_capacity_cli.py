@@ -133,8 +133,13 @@ def test_a_ceiling_caps_the_throughput_and_says_so(trained: DataDir) -> None:
     half = device_capacity(trained, "synth", mixes, slo, ceiling=0.5)
     assert half.answers[0].capacity_iops == pytest.approx(0.5 * full.capacity_iops)
     assert any("capped at 50 %" in n or "capped at 50%" in n for n in half.notes)
-    with pytest.raises(InvalidInput, match="ceiling"):
-        device_capacity(trained, "synth", mixes, slo, ceiling=0)
+    # over 1: a load path that serves more than the closed-loop sweep, as measured ceilings may be
+    more = device_capacity(trained, "synth", mixes, slo, ceiling=1.2)
+    assert more.answers[0].capacity_iops == pytest.approx(1.2 * full.capacity_iops)
+    assert any("raised to 120%" in n for n in more.notes)
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(InvalidInput, match="ceiling"):
+            device_capacity(trained, "synth", mixes, slo, ceiling=bad)
 
 
 def test_a_what_if_device_answers_too(

@@ -164,11 +164,15 @@ def curves_of(
 ) -> tuple[MixCurves, str]:
     """The device's open-loop curves of ``mixes`` (one model call) and its model version.
 
-    ``ceiling`` caps the device's throughput at that fraction of the model's, as ``trace
-    predict`` does for a reference whose load path serves less than its closed-loop sweep.
+    ``ceiling`` moves the device's throughput to that multiple of the model's, on top of the
+    measured open-loop ceilings (:mod:`.ceiling`): under 1 for a load path that serves less than
+    the closed-loop sweep, over 1 for one that serves more (the measured ceilings go over 1 since
+    2026-11-29; :func:`traces.predict.openloop.cap_curves` extends the curve there).
     """
-    if not 0 < ceiling <= 1:
-        raise InvalidInput(f"the ceiling must be in (0, 1], got {ceiling}", details={"field": "ceiling"})
+    if not (np.isfinite(ceiling) and ceiling > 0):
+        raise InvalidInput(
+            f"the ceiling must be a finite number over 0, got {ceiling}", details={"field": "ceiling"}
+        )
     if not arrival_cv2 > 0 or arrival_cv2 > 1e4:
         raise InvalidInput(
             f"burstiness (the arrivals' squared coefficient of variation) must be in (0, 1e4],"
@@ -185,7 +189,8 @@ def curves_of(
         )
     source, measured = source_and_ceilings(datadir, device, model)
     if ceiling != 1.0:
-        note = f"throughput capped at {ceiling:.0%} of the model's (the load path's)"
+        moved = "capped at" if ceiling < 1 else "raised to"
+        note = f"throughput {moved} {ceiling:.0%} of the model's (the load path's, as given)"
         source = replace(source, ceiling=ceiling, notes=[*source.notes, note])
     return with_ceilings(model, mixes, source, measured, arrival_cv2), model.version
 
