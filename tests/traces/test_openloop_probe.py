@@ -173,3 +173,25 @@ def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_agains
     assert swept["n"] == anchored["n"] == len(compared)
     assert anchored["mre"] < swept["mre"]
     assert len(d.catalog.measurements("synth")) == before  # the probe's points are not stored
+    assert not any("open-loop probe did not run" in w for w in doc["warnings"])
+
+
+@pytest.mark.slow
+def test_validate_says_when_the_probe_has_no_stored_point_to_measure_again(
+    trained_root: Path, tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the trained device has closed-loop points only: nothing to re-anchor, said in the warnings
+    home = tmp_path / "home"
+    shutil.copytree(trained_root, home)
+    monkeypatch.setenv("SSDPREDICT_HOME", str(home))
+    get_settings.cache_clear()
+    trace = _poisson_reads(tmp_path / "poisson.csv", 2_000.0, 0.6)
+    res = CliRunner().invoke(app, ["trace", "validate", str(trace), "--device", "synth", "--target",
+                                   str(tmp_path / "t.img"), "--destroy-data", "--window", "300ms",
+                                   "--capacity-probes", "0", "--no-device-check", "--plot",
+                                   str(tmp_path / "p.png"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["open_loop_probe"] is None
+    said = [w for w in doc["warnings"] if "open-loop probe did not run" in w]
+    assert len(said) == 1 and "no light window" in said[0], doc["warnings"]

@@ -81,6 +81,10 @@ def test_validate_cli_with_replay_target(trained: DataDir, tmp_path: Path, fio_a
     assert doc["summary"]["errors"]["latency_mean_us"]["n"] == len(doc["windows"]) - limited
     _check_errors([w for w in doc["windows"] if not w["replay_limited"]], "latency_mean_us")
     assert (tmp_path / "p.png").exists()
+    # the probe needs --destroy-data: said, not skipped silently
+    assert doc["open_loop_probe"] is None
+    said = [w for w in doc["warnings"] if "open-loop probe did not run" in w]
+    assert len(said) == 1 and "--destroy-data" in said[0], doc["warnings"]
 
 
 def test_validate_cli_unknown_device(tmp_path: Path) -> None:

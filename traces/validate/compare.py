@@ -56,6 +56,7 @@ from traces.predict.ceiling import ReplayCeilings
 from traces.validate.capacity_probe import PROBES, CapacityProber
 from traces.validate.openloop_probe import OpenLoopProber
 
+NOT_PROBED = "the open-loop probe did not run, the errors are the prediction as swept"
 COMPARED = ("latency_mean_us", "latency_p99_us", "iops", "bandwidth_mib_s")
 # a window's p99 is compared only with this many requests: below it the "p99" is one of the
 # window's two slowest requests (on the reference's light-trace floor, the p99 of the same
@@ -252,7 +253,10 @@ def validate_trace(
             model = registry.load(device, prediction.model_version)
             check, note = _device_check(datadir, device, model, char, target, destroy_data, fio)
             warnings += [note] if note else []
-        if open_loop_probe and destroy_data and method == "open-loop":
+        if open_loop_probe and method == "open-loop" and not destroy_data:
+            warnings.append(f"{NOT_PROBED}: it writes to the target before the replay and needs "
+                            "--destroy-data")
+        elif open_loop_probe and method == "open-loop":
             anchors = OpenLoopProber(target, destroy_data, datadir.catalog, fio)
             if anchors.measure(newest_open_loop(datadir.catalog.measurements(device)), prediction.windows):
                 as_swept = (prediction, anchors)
@@ -262,6 +266,9 @@ def validate_trace(
                     anchors=anchors, characterised=char,
                 )
                 warnings = [w for w in prediction.warnings if w not in warnings] + warnings
+            else:
+                warnings.append(f"{NOT_PROBED}: no light window of the trace is near a stored fio open-loop "
+                                "point (sweep --for-trace measures them)")
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
             fio=fio, catalog=datadir.catalog, resize=resize,

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -227,11 +228,7 @@ class OpenLoopProber:
         span, _ = prepare_target(self.target, self.destroy_data, DEFAULT_SIZE, self.catalog)
         job = JobSettings(target=self.target, engine="psync", size=min(span, DEFAULT_SIZE),
                           runtime_ms=self.runtime_ms)
-        prefix = realtime_prefix()[0]
-
-        def runner(text: str, **kw: Any) -> str:
-            return run_fio(text, binary=self.fio, prefix=prefix, **kw)
-
+        runner = partial(run_fio, binary=self.fio, prefix=realtime_prefix()[0])
         for p in planned:
             t = time.monotonic()
             row, _ = measure_open_point(p.workload, p.rate, job, runner, self.min_requests, self.warmup_ms)
