@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from collections.abc import Iterator
@@ -64,3 +65,37 @@ def fio_available() -> str:
     if path is None:
         pytest.fail("fio is not installed: run `make test` (it installs fio) or `apt-get install fio`")
     return path
+
+
+def small_plain_grid(feature_set: str = "extended") -> list:
+    """The tail guard's plain XGBoost at test size (one of 60 trees, where the product's
+    :func:`~modeling.training.tail_guard.plain_grid` fits 400 at three depths): the guard's rules,
+    not the plain grid's size, are what its tests check."""
+    from modeling.training.selection import make_candidate
+
+    return [make_candidate(feature_set, "xgboost", n_estimators=60, max_depth=4, learning_rate=0.2,
+                           subsample=0.8)]
+
+
+@pytest.fixture(scope="module")
+def small_plain_model() -> Iterator[None]:
+    """Module-wide (so module-scoped trainings use it too): the plain model at test size."""
+    from modeling.training import tail_guard
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tail_guard, "plain_grid", small_plain_grid)
+        yield
+
+
+_SLOW_MODULE = re.compile(r"^pytestmark = (pytest\.mark\.slow\b|\[[^\]]*pytest\.mark\.slow\b)", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A run that deselects the slow set (`-m "not slow"`: `make test`) does not import a module
+    marked slow as a whole: all its tests would be deselected, and every test worker would pay
+    for the import (schemathesis builds its cases while collecting)."""
+    if config.option.markexpr != "not slow" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix == ".py" and _SLOW_MODULE.search(collection_path.read_text()):
+        return True
+    return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -83,8 +84,11 @@ def _imports(name: str, path: Path) -> set[str]:
     return found
 
 
+@cache
 def _graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports (a package import counts as its __init__)."""
+    """Module -> the project modules it imports (a package import counts as its __init__).
+
+    Built on first use, not at import: every test worker collects this module, few run it."""
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         targets = set()
@@ -94,8 +98,6 @@ def _graph() -> dict[str, set[str]]:
         graph[name] = targets
     return graph
 
-
-GRAPH = _graph()
 
 
 def _owner(module: str) -> str:
@@ -135,7 +137,7 @@ def _cycles() -> list[list[str]]:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
-        for succ in GRAPH[node]:
+        for succ in _graph()[node]:
             if succ not in index:
                 visit(succ)
                 low[node] = min(low[node], low[succ])
@@ -152,7 +154,7 @@ def _cycles() -> list[list[str]]:
             if len(component) > 1:
                 out.append(sorted(component))
 
-    for node in sorted(GRAPH):
+    for node in sorted(_graph()):
         if node not in index:
             visit(node)
     return out
@@ -161,9 +163,9 @@ def _cycles() -> list[list[str]]:
 def test_the_walk_sees_every_package_and_function_local_imports():
     # guards the test itself: a broken walk would find no edge and pass everything
     assert len(MODULES) > 80
-    assert "modeling.serving.registry" in GRAPH["modeling.serving.predict"]
+    assert "modeling.serving.registry" in _graph()["modeling.serving.predict"]
     # service/cli/learn/evaluate.py imports the evaluation inside the command function
-    assert "modeling.training.evaluate" in GRAPH["service.cli.learn.evaluate"]
+    assert "modeling.training.evaluate" in _graph()["service.cli.learn.evaluate"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -176,7 +178,7 @@ def test_no_import_cycle(package):
 def test_imports_flow_one_way(layer):
     wrong = sorted(
         f"{module} imports {target}"
-        for module, targets in GRAPH.items()
+        for module, targets in _graph().items()
         if _owner(module) == layer
         for target in targets
         if _owner(target) not in ALLOWED[layer]
@@ -196,13 +198,14 @@ def test_only_service_imports_the_web_and_cli_libraries():
 
 
 def test_the_cycle_finder_finds_a_cycle():
-    saved = {k: set(v) for k, v in GRAPH.items()}
+    graph = _graph()
+    saved = {k: set(v) for k, v in graph.items()}
     try:
-        GRAPH["modeling.workload"].add("modeling.workload_matrix")
+        graph["modeling.workload"].add("modeling.workload_matrix")
         assert ["modeling.workload", "modeling.workload_matrix"] in _cycles()
     finally:
-        GRAPH.clear()
-        GRAPH.update(saved)
+        graph.clear()
+        graph.update(saved)
 
 
 # -- names private to their module, package sizes, one prediction path -------------------
@@ -236,7 +239,11 @@ SOURCES = {
     **{str(path.relative_to(ROOT)): path.read_text() for path in MODULES.values()},
     **_script_sources(),
 }
-TREES = {name: ast.parse(text, name) for name, text in SOURCES.items()}
+
+
+@cache
+def _trees() -> dict[str, ast.AST]:
+    return {name: ast.parse(text, name) for name, text in SOURCES.items()}
 
 
 def _defined_private(tree: ast.AST) -> set[str]:
@@ -257,15 +264,24 @@ def _defined_private(tree: ast.AST) -> set[str]:
     return {n for n in out if _private(n)}
 
 
-DEFINED_PRIVATE = {name: _defined_private(tree) for name, tree in TREES.items()}
-PROJECT_PRIVATE = set().union(*DEFINED_PRIVATE.values())
+@cache
+def _defined() -> dict[str, set[str]]:
+    """The private names each module defines."""
+    return {name: _defined_private(tree) for name, tree in _trees().items()}
+
+
+def _project_private() -> set[str]:
+    return set().union(*_defined().values())
+
+
 PROJECT_ROOTS = {*PACKAGES, *SCRIPTS, "tests"}
 
 
 def _private_reaches(name: str, tree: ast.AST) -> list[str]:
     """Where module ``name`` imports another module's private name or reads one off an object."""
     found = []
-    own = DEFINED_PRIVATE[name]
+    own = _defined()[name]
+    project = _project_private()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in PROJECT_ROOTS:
             names = [a.name for a in node.names if _private(a.name)]
@@ -277,21 +293,22 @@ def _private_reaches(name: str, tree: ast.AST) -> list[str]:
             # self._x is the class's own (perhaps inherited) state; obj._x defined in
             # another project module is that module's private
             mine = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-            if not mine and node.attr in PROJECT_PRIVATE:
+            if not mine and node.attr in project:
                 found.append(f"{name}:{node.lineno} reads {ast.unparse(node)}")
     return found
 
 
 def test_no_module_reaches_another_modules_private_names():
-    wrong = [hit for name, tree in TREES.items() for hit in _private_reaches(name, tree)]
+    wrong = [hit for name, tree in _trees().items() for hit in _private_reaches(name, tree)]
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_private_name_check_finds_a_reach(monkeypatch):
     # guards the check itself: a private imported, and one read off another module's object
     probe = "from modeling.x import _helper\nvalue = other._helper\nmine = self._helper\n"
-    monkeypatch.setitem(DEFINED_PRIVATE, "probe", set())
-    monkeypatch.setattr(sys.modules[__name__], "PROJECT_PRIVATE", {*PROJECT_PRIVATE, "_helper"})
+    monkeypatch.setitem(_defined(), "probe", set())
+    project = _project_private()
+    monkeypatch.setattr(sys.modules[__name__], "_project_private", lambda: {*project, "_helper"})
     hits = _private_reaches("probe", ast.parse(probe))
     assert hits == ["probe:1 imports modeling.x._helper", "probe:2 reads other._helper"]
 
@@ -300,7 +317,7 @@ def test_the_private_name_check_finds_a_reach(monkeypatch):
 def test_scripts_import_only_what_exists(script):
     """A bench or notebook imports project modules that exist (the layering: anything public)."""
     wrong = []
-    for name, tree in TREES.items():
+    for name, tree in _trees().items():
         if name.split("#")[0] != script:
             continue
         for node in ast.walk(tree):
@@ -353,17 +370,18 @@ def test_the_service_predicts_through_one_entry_point():
     """The route, the batcher and the CLI import no path of their own and call only ``predict``."""
     wrong = sorted(
         f"{module} imports {target}"
-        for module, targets in GRAPH.items()
+        for module, targets in _graph().items()
         if module.startswith("service.")
         for target in targets
         if any(target == p or target.startswith(p + ".") for p in PREDICTION_INTERNALS)
     )
-    for name, tree in TREES.items():
+    for name, tree in _trees().items():
         if name.startswith("service/"):
             wrong += [
                 f"{name}:{node.lineno} calls .{node.attr}"
                 for node in ast.walk(tree)
                 if isinstance(node, ast.Attribute) and node.attr in ("predict_matrix", "predict_row")
             ]
-    assert "service.api.batcher" in GRAPH and "modeling.serving.device_model" in GRAPH["service.api.batcher"]
+    graph = _graph()
+    assert "service.api.batcher" in graph and "modeling.serving.device_model" in graph["service.api.batcher"]
     assert not wrong, "\n".join(wrong)

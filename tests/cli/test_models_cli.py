@@ -162,8 +162,12 @@ def test_feature_set_choice_and_bad_choice(device_with_data, monkeypatch):
     assert "unknown feature choice 'fancy'" in r.output and "extended, basic, both" in r.output
 
 
-def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir, tmp_path):
+def test_predict_serves_ordered_percentiles_and_names_the_extrapolation(datadir, tmp_path, monkeypatch):
+    from modeling.training import tail_guard
+    from tests.conftest import small_plain_grid
     from tests.modeling.test_physics import with_percentiles
+
+    monkeypatch.setattr(tail_guard, "plain_grid", small_plain_grid)  # what is served, not the grid's size
 
     datadir.catalog.ensure_device("tails")
     datadir.catalog.add_measurements("tails", with_percentiles(synthetic_rows()).to_dict("records"))

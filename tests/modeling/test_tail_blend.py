@@ -33,6 +33,9 @@ from tests.modeling.test_percentile_ladder import known_tail
 P99 = "latency_p99_us"
 
 
+pytestmark = pytest.mark.usefixtures("small_plain_model")
+
+
 @pytest.fixture(scope="module")
 def device():
     return known_tail(synthetic_rows(noise=0.05, seed=3))

@@ -22,6 +22,9 @@ from tests.modeling.conftest import fast_candidates, synthetic_rows
 from tests.modeling.test_percentile_ladder import known_tail
 
 
+pytestmark = pytest.mark.usefixtures("small_plain_model")
+
+
 @pytest.fixture(scope="module")
 def device():
     return known_tail(synthetic_rows(noise=0.05, seed=3))
