@@ -32,6 +32,16 @@ def replayed_mask(frame: pd.DataFrame) -> np.ndarray:
     return (frame[METHOD] == REPLAYED).to_numpy(bool)
 
 
+def fio_open_loop_mask(frame: pd.DataFrame) -> np.ndarray:
+    """Per row: whether it is an open-loop point fio measured (not a replay-path capacity point)."""
+    return open_loop_mask(frame) & ~replayed_mask(frame)
+
+
+def fio_open_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The open-loop points fio measured (:func:`fio_open_loop_mask`), renumbered from 0."""
+    return frame.loc[fio_open_loop_mask(frame)].reset_index(drop=True)
+
+
 def closed_loop_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a measurement frame that are closed-loop points (no offered rate)."""
     return frame.loc[~open_loop_mask(frame)]

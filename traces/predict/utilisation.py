@@ -72,7 +72,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from modeling.store.open_loop_rows import OFFERED, open_loop_rows, replayed_mask
+from modeling.store.open_loop_rows import OFFERED, fio_open_loop_rows
 from traces.predict.coldpath import MIN_POINTS, ColdPath, fit_cold_path
 from traces.predict.openloop import PredictsFrame, predict_open_loop
 
@@ -255,9 +255,8 @@ def learn_correction(
     ``ceilings(rows)``: each row's capacity ceiling, as the windows get it
     (:meth:`traces.predict.ceiling.ReplayCeilings.for_windows`); points at or over the capped
     capacity are left out and counted (see the module docstring)."""
-    pts = open_loop_rows(points)
+    pts = fio_open_loop_rows(points)  # not the replay path's capacity points (traces.predict.ceiling)
     pts = pts[(pts["latency_mean_us"] > 0) & (pts["latency_p99_us"] > 0)]
-    pts = pts[~replayed_mask(pts)]  # the replay path's capacity points (traces.predict.ceiling)
     if "iops" in pts:
         pts = pts[~(pts["iops"] < MIN_SERVED * pts[OFFERED])]
     rare = transient(pts)

@@ -54,7 +54,7 @@ from collectors.plans.for_trace import OWN_RATE_QUANTILES
 from collectors.sweep.openloop import MIN_REQUESTS, measure_open_point, realtime_prefix
 from collectors.sweep.steady import WARMUP_MS
 from modeling.store.catalog import Catalog
-from modeling.store.open_loop_rows import OFFERED, open_loop_mask, open_loop_rows, replayed_mask
+from modeling.store.open_loop_rows import OFFERED, fio_open_loop_mask, fio_open_loop_rows
 from modeling.workload import Workload
 from traces.predict.engines import kind_words, size_words
 from traces.predict.utilisation import mix_keys, nearest_key
@@ -120,12 +120,6 @@ class Planned:
     band: tuple[float, float]
 
 
-def fio_rows(open_loop: pd.DataFrame) -> pd.DataFrame:
-    """The fio open-loop points of a device's newest open-loop rows (not the replay path's capacity)."""
-    rows = open_loop_rows(open_loop)
-    return rows[~replayed_mask(rows)].reset_index(drop=True)
-
-
 def _keys(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The distinct mixes of ``rows`` (as :func:`mix_keys`) and each row's index into them."""
     k = np.round(mix_keys(rows), 3)
@@ -137,7 +131,7 @@ def plan_probe(open_loop: pd.DataFrame, table: pd.DataFrame, *, light_max: float
                max_points: int = MAX_POINTS) -> list[Planned]:
     """The points to measure for a trace predicted as ``table`` (the as-swept window table) on a
     device whose newest open-loop rows are ``open_loop`` (see the module docstring)."""
-    rows = fio_rows(open_loop)
+    rows = fio_open_loop_rows(open_loop)
     if rows.empty or table.empty:
         return []
     keys, row_mix = _keys(rows)
@@ -175,7 +169,7 @@ def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[s
     added; per planned point, how many of those were within :data:`BAND` of its own rate and the one
     nearest its rate (None: none)."""
     ol = open_loop.reset_index(drop=True)
-    is_fio = np.flatnonzero(open_loop_mask(ol) & ~replayed_mask(ol))
+    is_fio = np.flatnonzero(fio_open_loop_mask(ol))
     rows = ol.iloc[is_fio].reset_index(drop=True)
     row_keys = np.round(mix_keys(rows), 3) if len(rows) else np.empty((0, 3))
     stored_rate = rows[OFFERED].to_numpy(np.float64) if len(rows) else np.empty(0)
