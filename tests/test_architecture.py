@@ -270,8 +270,10 @@ def _defined() -> dict[str, set[str]]:
     return {name: _defined_private(tree) for name, tree in _trees().items()}
 
 
-def _project_private() -> set[str]:
-    return set().union(*_defined().values())
+@cache
+def _project_private() -> frozenset[str]:
+    """Every private name some project module defines."""
+    return frozenset().union(*_defined().values())
 
 
 PROJECT_ROOTS = {*PACKAGES, *SCRIPTS, "tests"}

@@ -134,26 +134,36 @@ def test_both_predictions_are_compared_with_the_same_replay_and_the_headline_is_
     assert df["latency_mean_us_rel_error"].tolist() == pytest.approx([0.1, 0.0, 0.1])
 
 
+def _trained_home(trained_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> DataDir:
+    """A copy of the trained data directory, made the CLI's home."""
+    home = tmp_path / "home"
+    shutil.copytree(trained_root, home)
+    monkeypatch.setenv("SSDPREDICT_HOME", str(home))
+    get_settings.cache_clear()
+    return DataDir(home)
+
+
+def _validate_json(trace: Path, tmp_path: Path) -> dict:
+    """``trace validate --json`` of ``trace`` on ``synth`` with a file target under ``tmp_path``."""
+    res = CliRunner().invoke(app, ["trace", "validate", str(trace), "--device", "synth", "--target",
+                                   str(tmp_path / "t.img"), "--destroy-data", "--window", "300ms",
+                                   "--capacity-probes", "0", "--no-device-check", "--plot",
+                                   str(tmp_path / "p.png"), "--json"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
 @pytest.mark.slow
 def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_against_the_same_replay(
     trained_root: Path, tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a copy of the trained device with open-loop points of 4 KiB random reads that say 500 us, which a
     # file target does not take: the probe, at the trace's rate, measures what the file does now
-    home = tmp_path / "home"
-    shutil.copytree(trained_root, home)
-    monkeypatch.setenv("SSDPREDICT_HOME", str(home))
-    get_settings.cache_clear()
-    d = DataDir(home)
+    d = _trained_home(trained_root, tmp_path, monkeypatch)
     d.catalog.add_measurements("synth", [_point(KIB4, r, 500.0) for r in (300, 2_000, 6_000)])
     before = len(d.catalog.measurements("synth"))
     trace = _poisson_reads(tmp_path / "poisson.csv", 2_000.0, 0.6)
-    res = CliRunner().invoke(app, ["trace", "validate", str(trace), "--device", "synth", "--target",
-                                   str(tmp_path / "t.img"), "--destroy-data", "--window", "300ms",
-                                   "--capacity-probes", "0", "--no-device-check", "--plot",
-                                   str(tmp_path / "p.png"), "--json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = _validate_json(trace, tmp_path)
     probe = doc["open_loop_probe"]
     [point] = probe["points"]
     assert point["swept"]["offered_iops"] == 2_000 and point["swept"]["latency_mean_us"] == 500.0
@@ -181,17 +191,9 @@ def test_validate_says_when_the_probe_has_no_stored_point_to_measure_again(
     trained_root: Path, tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the trained device has closed-loop points only: nothing to re-anchor, said in the warnings
-    home = tmp_path / "home"
-    shutil.copytree(trained_root, home)
-    monkeypatch.setenv("SSDPREDICT_HOME", str(home))
-    get_settings.cache_clear()
+    _trained_home(trained_root, tmp_path, monkeypatch)
     trace = _poisson_reads(tmp_path / "poisson.csv", 2_000.0, 0.6)
-    res = CliRunner().invoke(app, ["trace", "validate", str(trace), "--device", "synth", "--target",
-                                   str(tmp_path / "t.img"), "--destroy-data", "--window", "300ms",
-                                   "--capacity-probes", "0", "--no-device-check", "--plot",
-                                   str(tmp_path / "p.png"), "--json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.output)
+    doc = _validate_json(trace, tmp_path)
     assert doc["open_loop_probe"] is None
     said = [w for w in doc["warnings"] if "open-loop probe did not run" in w]
     assert len(said) == 1 and "no light window" in said[0], doc["warnings"]

@@ -253,22 +253,24 @@ def validate_trace(
             model = registry.load(device, prediction.model_version)
             check, note = _device_check(datadir, device, model, char, target, destroy_data, fio)
             warnings += [note] if note else []
-        if open_loop_probe and method == "open-loop" and not destroy_data:
-            warnings.append(f"{NOT_PROBED}: it writes to the target before the replay and needs "
-                            "--destroy-data")
-        elif open_loop_probe and method == "open-loop":
-            anchors = OpenLoopProber(target, destroy_data, datadir.catalog, fio)
-            if anchors.measure(newest_open_loop(datadir.catalog.measurements(device)), prediction.windows):
-                as_swept = (prediction, anchors)
-                prediction, _ = predict_trace(
-                    datadir, device, path, fmt=fmt, window_s=window_s, method=method,
-                    model_version=prediction.model_version, registry=registry, probe=capacity,
-                    anchors=anchors, characterised=char,
-                )
-                warnings = [w for w in prediction.warnings if w not in warnings] + warnings
+        if open_loop_probe and method == "open-loop":
+            if not destroy_data:
+                warnings.append(f"{NOT_PROBED}: it writes to the target before the replay and needs "
+                                "--destroy-data")
             else:
-                warnings.append(f"{NOT_PROBED}: no light window of the trace is near a stored fio open-loop "
-                                "point (sweep --for-trace measures them)")
+                anchors = OpenLoopProber(target, destroy_data, datadir.catalog, fio)
+                open_loop = newest_open_loop(datadir.catalog.measurements(device))
+                if anchors.measure(open_loop, prediction.windows):
+                    as_swept = (prediction, anchors)
+                    prediction, _ = predict_trace(
+                        datadir, device, path, fmt=fmt, window_s=window_s, method=method,
+                        model_version=prediction.model_version, registry=registry, probe=capacity,
+                        anchors=anchors, characterised=char,
+                    )
+                    warnings = [w for w in prediction.warnings if w not in warnings] + warnings
+                else:
+                    warnings.append(f"{NOT_PROBED}: no light window of the trace is near a stored fio "
+                                    "open-loop point (sweep --for-trace measures them)")
         result = replay(
             path, target, fmt=fmt, destroy_data=destroy_data, speed=speed, window_s=window_s, lanes=lanes,
             fio=fio, catalog=datadir.catalog, resize=resize,
