@@ -63,7 +63,7 @@ def test_the_prober_replays_only_the_mixes_a_trace_comes_near(tmp_path: Path, fi
     fio = [r for r in rows if "offered_iops" in r]
     d.catalog.add_measurements("dev", [*fio, _replayed(4096, 600.0, 150.0)])
     target = str(tmp_path / "target.img")
-    model = FakeMMcDevice(5_000.0, 2)
+    model = FakeMMcDevice(100.0, 2)  # its curve peaks at the ladder's 200 IO/s
     far = CapacityProber(target, True, d.catalog, repeats=2)
     src = device_source(d, "dev", model, adjust=lambda c, ol: far(c, ol, window_table([20.0, 30.0])))
     assert far.found == [] and src.replay is not None and src.replay.served.tolist() == [150.0]

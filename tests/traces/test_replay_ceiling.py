@@ -107,6 +107,20 @@ def test_the_stored_replay_capacity_caps_its_mix_only_and_says_so(tmp_path: Path
     assert src.correction is not None
 
 
+def test_a_window_of_the_replayed_mix_gets_the_capacity_the_replay_path_served(tmp_path: Path) -> None:
+    # the model's curve peaks at 8,000 IO/s where the sweep's highest stored point says 10,000: the
+    # share is of the model's capacity, so the window's capacity is the 7,000 IO/s the replay served
+    # (of the stored maximum it would be 70 % of 8,000: 5,600, and a window at 6,000 IO/s saturated)
+    model = FakeMMcDevice(4_000.0, 2)
+    src = device_source(_home(tmp_path, True), "dev", model)
+    windows = window_table([6_000.0]).assign(request_size=MIB, read_size=MIB, write_size=MIB)
+    assert src.ceilings(windows).tolist() == pytest.approx([0.875])
+    pred = predict_open_loop(model, windows, src.loads, ceiling=src.ceilings(windows))
+    assert pred["capacity_iops"].tolist() == pytest.approx([7_000.0])
+    assert not pred["saturated"].any()
+    assert "(7,000 of 8,000 IO/s)" in " ".join(src.notes)
+
+
 def test_without_a_replay_capacity_nothing_is_capped(tmp_path: Path) -> None:
     src = device_source(_home(tmp_path, False), "dev", FakeMMcDevice(5_000.0, 2))
     assert src.replay is None and src.ceilings(window_table([1.0])) == 1.0

@@ -14,6 +14,14 @@ capacity; a window takes the share of its nearest measured open-loop mix (1 wher
 has no replay row), and the open-loop method moves its curve's capacity there
 (:func:`traces.predict.openloop.cap_curves`).
 
+The share is of the capacity the window's curve has, the model's at that mix (``capacity_of``),
+not of the highest IO/s the sweep stored there: a window of the measured mix then gets the
+measured capacity itself.  Over the stored maximum, the share under-called the capacity
+wherever the model's curve peaks below that one noisy point: on the throttled reference
+(a 2,000 IO/s bucket), 2026-11-29, the replay path served 2,036 IO/s of 4 KiB reads, the
+model's curve peaked 6 % under the sweep's highest point, and windows offered 1,938-1,984
+IO/s, served in full, were predicted saturated at 1,914.
+
 The share is not clipped at 1: the replay path can serve more than the closed-loop sweep
 reached (the closed loop drifts too, and it is measured once): on zram, 2026-11-29, a probe of
 1 MiB reads beside a validation served 8,499 IO/s where the sweep's closed loop reached 7,891,
@@ -22,6 +30,7 @@ and a share clipped at 1 called windows at 8,000 IO/s saturated that the replay 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,25 +94,34 @@ def _shares(served: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return np.where(ok, np.maximum(served / np.where(ok, capacity, 1.0), 1e-3), 1.0)
 
 
-def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame) -> ReplayCeilings | None:
+def _mix(rows: pd.DataFrame) -> list[pd.Series]:
+    """The columns a mix is grouped by: write ratio, request size, randomness."""
+    return [rows["write_ratio"].astype(float).round(3), rows["request_size"].astype(float),
+            rows["randomness"].astype(float).round(3)]
+
+
+def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame,
+                    capacity_of: Callable[[pd.DataFrame], np.ndarray] | None = None) -> ReplayCeilings | None:
     """The replay ceilings of a device: ``open_loop`` its newest open-loop rows, ``frame`` all its
-    measurements (for the closed-loop capacities); None without a replay capacity row."""
+    measurements; None without a replay capacity row.  The closed-loop capacity of each replayed
+    mix is ``capacity_of`` its replay row (the model's curve's, see the module docstring), else
+    the highest IO/s ``frame`` holds at that mix."""
     replayed = replayed_mask(open_loop)
     closed = closed_loop_rows(frame)
     if not replayed.any() or closed.empty:
         return None
 
     def by_mix(rows: pd.DataFrame, how: str) -> pd.Series:
-        key = [
-            rows["write_ratio"].astype(float).round(3),
-            rows["request_size"].astype(float),
-            rows["randomness"].astype(float).round(3),
-        ]
-        return rows.groupby(key)["iops"].agg(how)
+        return rows.groupby(_mix(rows))["iops"].agg(how)
 
     mixes = by_mix(open_loop, "size").index
     capacity = by_mix(closed, "max").reindex(mixes)
     served = by_mix(open_loop[replayed], "mean").reindex(mixes)
+    if capacity_of is not None:
+        first = open_loop[replayed].groupby(_mix(open_loop[replayed])).head(1)
+        modelled = pd.Series(np.asarray(capacity_of(first), np.float64),
+                             index=pd.MultiIndex.from_frame(pd.concat(_mix(first), axis=1)))
+        capacity = modelled.reindex(mixes)
     cap = capacity.to_numpy(np.float64)
     got = served.to_numpy(np.float64)
     shares = _shares(got, cap)

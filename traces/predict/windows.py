@@ -23,11 +23,13 @@ import pandas as pd
 
 from modeling.serving.registry import ModelRegistry
 from modeling.store import DataDir
+from modeling.workload import WORKLOAD_FIELDS
 from traces.upload import TraceUpload, answer_upload
 from traces.characterize import Characterization, characterize
 from traces.predict.ceiling import ReplayCeilings, replay_ceilings
 from traces.predict.engines import engine_notes
-from traces.predict.openloop import DEFAULT_LOADS, PredictsFrame, predict_windows
+from traces.predict.openloop import (DEFAULT_LOADS, PredictsFrame, matrix_curves, predict_windows,
+                                     window_matrix)
 from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swept_mixes
 from traces.predict.utilisation import UtilisationCorrection, learn_correction
 
@@ -80,7 +82,18 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
     nj = closed["numjobs"] if "numjobs" in closed else pd.Series(1, index=closed.index)
     loads = sorted({(int(q), int(j)) for q, j in zip(closed["queue_depth"], nj.fillna(1), strict=True)})
     newest = newest_open_loop(frame)
-    replay = replay_ceilings(newest, frame)
+    ratios, sizes = swept_mixes(frame)
+    size = closed["request_size"]
+    one_size = all(f not in closed or (closed[f].fillna(size) == size).all()
+                   for f in ("read_size", "write_size"))
+    sizes = sizes if one_size else []
+
+    def capacity_of(rows: pd.DataFrame) -> np.ndarray:
+        """The capacity of the curve a window of each row's workload is predicted on."""
+        w = window_matrix(rows.reindex(columns=list(WORKLOAD_FIELDS)))
+        return matrix_curves(model, w, loads, ratios, sizes).iops["value"].max(axis=1)  # type: ignore[no-any-return]
+
+    replay = replay_ceilings(newest, frame, capacity_of)
     if replay is not None and adjust is not None:
         replay = adjust(replay, newest)
     if anchors is not None:
@@ -95,12 +108,7 @@ def device_source(datadir: DataDir, device: str, model: PredictsFrame,
     if replay is not None:
         notes += replay.notes()
     notes += engine_notes(frame, device)
-    ratios, sizes = swept_mixes(frame)
-    size = closed["request_size"]
-    one_size = all(f not in closed or (closed[f].fillna(size) == size).all()
-                   for f in ("read_size", "write_size"))
-    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes if one_size else [],
-                             replay=replay)
+    return DeviceCurveSource(loads, correction, notes, write_ratios=ratios, sizes=sizes, replay=replay)
 
 
 def newest_open_loop(frame: pd.DataFrame) -> pd.DataFrame:
