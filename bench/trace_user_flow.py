@@ -290,11 +290,12 @@ def print_row(r: dict[str, Any]) -> None:
         print(f"    re-anchored (the figures above); as swept, same replay: mean {_pct(a['as_swept_mean'])}"
               f" p99 {_pct(a['as_swept_p99'])}; open-loop probe {a['anchor_s']:.1f} s", flush=True)
     for p in a.get("anchors", []):
-        s, q = p["swept"], p["probed"]
+        s, q, used = p["swept"], p["probed"], p.get("anchor") or p["probed"]
         was = "none" if s is None else f"{s['latency_mean_us']:.1f} us at {s['offered_iops']:,.0f}"
         change = "" if p["change_mean"] is None else f" ({p['change_mean'] * 100:+.0f} %)"
         print(f"    anchor {p['mix']} at {p['rate_iops']:,} IO/s: sweep {was}, probed"
-              f" {q['latency_mean_us']:.1f} us at {q['offered_iops']:,.0f}{change}", flush=True)
+              f" {q['latency_mean_us']:.1f} us at {q['offered_iops']:,.0f}{change}, used"
+              f" {used['latency_mean_us']:.1f} us", flush=True)
 
 
 def summary(rows: list[dict[str, Any]]) -> None:

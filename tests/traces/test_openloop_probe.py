@@ -17,6 +17,7 @@ from modeling.store import DataDir
 from service.cli.main import app
 from service.config import get_settings
 from tests.traces.helpers import write_generic
+from modeling.store.open_loop_rows import OFFERED
 from traces.validate.openloop_probe import AnchorPoint, Planned, plan_probe, reanchor
 
 KIB4 = {"write_ratio": 0.0, "queue_depth": 1, "request_size": 4096, "randomness": 1.0, "read_size": 4096,
@@ -77,10 +78,21 @@ def test_reanchoring_replaces_the_stored_points_in_the_band_and_keeps_the_rest()
     assert len(out) == len(stored) - 1 and (out["open_loop_method"] == "replay").sum() == 1
     n, swept = said[0]
     assert n == 2 and swept == {"offered_iops": 400.0, "latency_mean_us": 16.0, "latency_p99_us": 48.0}
+    # the anchor is the probe's and the sweep's point's geometric mean, at the rate probed, and so is
+    # every percentile both hold (one the sweep's point lacks stays the probe's)
+    fresh = {**fresh, "latency_p50_us": 10.0, "latency_p90_us": 20.0}
+    stored.loc[0, "latency_p50_us"] = 14.4
+    out, _ = reanchor(stored, [p], [fresh])
+    anchor = out[out["anchor_source"] == "validate-probe"].iloc[0]
+    assert anchor["latency_mean_us"] == pytest.approx((12.0 * 16.0) ** 0.5)
+    assert anchor["latency_p99_us"] == pytest.approx((36.0 * 48.0) ** 0.5)
+    assert anchor["latency_p50_us"] == pytest.approx(12.0) and anchor["latency_p90_us"] == 20.0
+    assert anchor["offered_iops"] == 409.0
     # a rate where the sweep had no point: the probe is added, nothing is replaced
     far = Planned(p.key, p.workload, 5_000, (4_000.0, 6_000.0))
     out, said = reanchor(stored, [far], [_point(KIB4, 5_000, 7.0)])
     assert len(out) == len(stored) + 1 and said == [(0, None)]
+    assert out.loc[out["offered_iops"] == 5_000, "latency_mean_us"].tolist() == [7.0]  # the probe as measured
     assert stored["latency_mean_us"].tolist()[:2] == [16.0, 15.0]  # the caller's rows are not changed
     # two points of one mix: all the band's stored points go, each is compared with those near its rate
     two = plan_probe(stored, _table([300, 500, 600, 700, 1_000], [0.3] * 5))
@@ -98,9 +110,18 @@ def test_an_anchor_points_note_gives_the_sweeps_value_the_probes_and_the_change(
     assert p.change == pytest.approx(-0.25)
     assert p.note == ("open-loop anchor for 4 KiB reads at 405 IO/s: sweep --for-trace measured 16.0 us "
                       "mean, p99 48.0 at 400 IO/s; probed now 12.0 us mean, p99 30.0 at 409 IO/s (-25%, "
-                      "5.5 s); the re-anchored prediction uses the probe in place of 2 stored point(s) "
-                      "near it")
+                      "5.5 s); the re-anchored prediction uses their geometric mean (13.9 us mean, "
+                      "p99 37.9) in place of 2 stored point(s) near it")
     assert p.to_dict()["change_mean"] == pytest.approx(-0.25) and p.to_dict()["replaced"] == 2
+    assert p.anchor["latency_mean_us"] == pytest.approx(192**0.5) and p.anchor[OFFERED] == 409.0
+    # without a stored point near its rate, or one more than 1.5x from it, the anchor is the probe's
+    alone = AnchorPoint("4 KiB reads", 405, now, None, 0, 5.5)
+    assert alone.anchor == now and alone.change is None
+    changed = AnchorPoint("4 KiB reads", 405, now, {"offered_iops": 400.0, "latency_mean_us": 40.0,
+                                                    "latency_p99_us": 90.0}, 1, 5.5)
+    assert changed.anchor == now
+    assert changed.note.endswith("uses the probe alone (more than 1.5x from the sweep's: the device changed) "
+                                 "in place of 1 stored point(s) near it")
 
 
 def _poisson_reads(path: Path, rate: float, seconds: float, seed: int = 3) -> Path:
@@ -157,17 +178,19 @@ def _validate_json(trace: Path, tmp_path: Path) -> dict:
 def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_against_the_same_replay(
     trained_root: Path, tmp_path: Path, fio_available: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a copy of the trained device with open-loop points of 4 KiB random reads that say 500 us, which a
-    # file target does not take: the probe, at the trace's rate, measures what the file does now
+    # a copy of the trained device with open-loop points of 4 KiB random reads that say 5 ms, which a
+    # file target does not take (this machine's disk reads 4 KiB in 0.1-1 ms; a 500 us point was within
+    # its spread): the probe, at the trace's rate, measures what the file does now
     d = _trained_home(trained_root, tmp_path, monkeypatch)
-    d.catalog.add_measurements("synth", [_point(KIB4, r, 500.0) for r in (300, 2_000, 6_000)])
+    d.catalog.add_measurements("synth", [_point(KIB4, r, 5_000.0) for r in (300, 2_000, 6_000)])
     before = len(d.catalog.measurements("synth"))
     trace = _poisson_reads(tmp_path / "poisson.csv", 2_000.0, 0.6)
     doc = _validate_json(trace, tmp_path)
     probe = doc["open_loop_probe"]
     [point] = probe["points"]
-    assert point["swept"]["offered_iops"] == 2_000 and point["swept"]["latency_mean_us"] == 500.0
-    assert point["replaced"] == 1 and 0 < point["probed"]["latency_mean_us"] < 400
+    assert point["swept"]["offered_iops"] == 2_000 and point["swept"]["latency_mean_us"] == 5_000.0
+    assert point["replaced"] == 1 and 0 < point["probed"]["latency_mean_us"] < 2_000
+    assert point["anchor"] == point["probed"]  # over 1.5x from the sweep's: the device changed, probe alone
     assert probe["headline"] == "re-anchored" and 0 < probe["seconds"] < 30
     compared = [w for w in doc["windows"] if w["latency_mean_us_rel_error"] is not None]
     assert compared
@@ -176,8 +199,8 @@ def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_agains
         for who in ("", "as_swept_"):
             want = abs(w[f"{who}pred_latency_mean_us"] - w["latency_mean_us"]) / w["latency_mean_us"]
             assert w[f"{who}latency_mean_us_rel_error"] == pytest.approx(want)
-        assert w["as_swept_pred_latency_mean_us"] > 300  # through the stored 500 us point
-        assert w["pred_latency_mean_us"] < 0.8 * w["as_swept_pred_latency_mean_us"]  # through the probe's
+        assert w["as_swept_pred_latency_mean_us"] > 3_000  # through the stored 5 ms point
+        assert w["pred_latency_mean_us"] < 0.8 * w["as_swept_pred_latency_mean_us"]  # through the anchor
     swept = probe["as_swept"]["errors"]["latency_mean_us"]
     anchored = doc["summary"]["errors"]["latency_mean_us"]
     assert swept["n"] == anchored["n"] == len(compared)

@@ -32,6 +32,17 @@ What is measured, per trace:
 * **Anchors replaced.** The stored points of that mix whose offered rate lies within :data:`BAND`
   of the probed rates' range are dropped and the fresh points put in their place; the mix's
   other points (lighter, heavier) stay as swept.
+* **Two measurements, one anchor.** Where the sweep has a point within :data:`BAND` of a probed
+  rate and the two means are within a factor :data:`AGREE` of each other, the fresh point's
+  latencies (mean, p99, every stored percentile) are the geometric means of the probe's and
+  that point's: both are one fio point of the same mix and rate, and on this machine one such
+  point is as noisy as the drift the probe is there to catch.  On 36 user-flow validations of 18 traces
+  (2026-11-29, two rounds, docs/benchmarks.md) the probe moved the sweep's anchor by -17..+40 %
+  and the replay then sided with either: the probe alone put 22 traces' mean within 15 %,
+  the sweep's alone 19, the mean of the two predictions 25 (average MRE 15.5 %, 19.6 % and
+  15.1 %).  Where the sweep has no point near the rate (a rate it did not measure), or the two
+  differ by more than :data:`AGREE` (the device changed: no point's noise here came near it), the
+  probe is the anchor as measured.
 
 Cost: one fio point each, as the sweep runs it: its warm-up (1 s), ``max(1 s, 1,500 requests)`` and
 fio's start: on the throttled reference 2.4-2.9 s at 1,000-1,600 IO/s and 5.2 s at 400 IO/s
@@ -41,6 +52,7 @@ seconds it took.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -67,7 +79,10 @@ MIN_SHARE = 0.10
 RUNTIME_MS = 1000  # the sweep's default runtime (a point runs longer for MIN_REQUESTS requests)
 SOURCE = "validate-probe"
 """The ``anchor_source`` of a fresh point (the sweep's stored ones have none): never stored."""
-METRICS = (OFFERED, "latency_mean_us", "latency_p99_us")
+AGREE = 1.5
+"""Probe and sweep within this factor of each other (means) are averaged; beyond it the probe alone."""
+LATENCIES = ("latency_mean_us", "latency_p99_us")
+METRICS = (OFFERED, *LATENCIES)
 
 
 @dataclass
@@ -96,17 +111,50 @@ class AnchorPoint:
         if self.swept is None:
             return (f"open-loop anchor for {self.mix} at {self.rate:,} IO/s: probed now {now} "
                     f"({self.seconds:.1f} s); the sweep had no point within {BAND:.0%} of that rate")
-        s = self.swept
+        s, a = self.swept, self.anchor
         was = f"{s['latency_mean_us']:.1f} us mean, p99 {s['latency_p99_us']:.1f} at {s[OFFERED]:,.0f} IO/s"
         return (f"open-loop anchor for {self.mix} at {self.rate:,} IO/s: sweep --for-trace measured {was}; "
                 f"probed now {now} ({self.change:+.0%}, {self.seconds:.1f} s); the re-anchored prediction "
-                f"uses the probe in place of {self.replaced} stored point(s) near it")
+                f"{self._uses(a)} in place of {self.replaced} stored point(s) near it")
+
+    def _uses(self, a: dict[str, float]) -> str:
+        if a is self.probed:
+            return f"uses the probe alone (more than {AGREE:g}x from the sweep's: the device changed)"
+        mean, p99 = a["latency_mean_us"], a["latency_p99_us"]
+        return f"uses their geometric mean ({mean:.1f} us mean, p99 {p99:.1f})"
+
+    @property
+    def anchor(self) -> dict[str, float]:
+        """What the re-anchored prediction uses: the probe, or its geometric mean with the sweep's point."""
+        return self.probed if self.swept is None else blended(self.probed, self.swept)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, with the note."""
         return {"mix": self.mix, "rate_iops": self.rate, "swept": self.swept, "probed": self.probed,
-                "change_mean": self.change, "replaced": self.replaced, "seconds": self.seconds,
-                "note": self.note}
+                "anchor": self.anchor, "change_mean": self.change, "replaced": self.replaced,
+                "seconds": self.seconds, "note": self.note}
+
+
+def blended(probed: dict[str, Any], swept: dict[str, Any]) -> dict[str, Any]:
+    """The probe's row with every latency both rows hold (mean, p99, the percentiles) the geometric
+    mean of the two, where their means agree within :data:`AGREE`; else the probe's row as it is."""
+    pm, sm = float(probed["latency_mean_us"]), float(swept["latency_mean_us"])
+    if not (pm > 0 and sm > 0 and abs(math.log(pm / sm)) <= math.log(AGREE)):
+        return probed
+    both = {}
+    for m, v in probed.items():
+        if m.startswith("latency_") and m.endswith("_us") and m in swept:
+            a, b = _number(v), _number(swept[m])
+            if a > 0 and b > 0:  # NaN is neither
+                both[m] = math.sqrt(a * b)
+    return {**probed, **both}
+
+
+def _number(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 @dataclass
@@ -166,8 +214,9 @@ def plan_probe(open_loop: pd.DataFrame, table: pd.DataFrame, *, light_max: float
 def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[str, Any]]
              ) -> tuple[pd.DataFrame, list[tuple[int, dict[str, float] | None]]]:
     """``open_loop`` with each planned mix's stored fio points in its band dropped and the fresh rows
-    added; per planned point, how many of those were within :data:`BAND` of its own rate and the one
-    nearest its rate (None: none)."""
+    added (blended with the stored point nearest their rate, :func:`blended`, where one is within
+    :data:`BAND` of it); per planned point, how many stored points were within :data:`BAND` of its own
+    rate and the one nearest its rate (None: none)."""
     ol = open_loop.reset_index(drop=True)
     is_fio = np.flatnonzero(fio_open_loop_mask(ol))
     rows = ol.iloc[is_fio].reset_index(drop=True)
@@ -175,6 +224,7 @@ def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[s
     stored_rate = rows[OFFERED].to_numpy(np.float64) if len(rows) else np.empty(0)
     drop = np.zeros(len(ol), dtype=bool)
     said: list[tuple[int, dict[str, float] | None]] = []
+    nearest: list[dict[str, Any] | None] = []  # the whole stored row, for blended()
     for p in planned:
         mine = np.all(np.isclose(row_keys, np.array(p.key)), axis=1)
         inband = mine & (stored_rate >= p.band[0]) & (stored_rate <= p.band[1])
@@ -186,9 +236,12 @@ def reanchor(open_loop: pd.DataFrame, planned: list[Planned], fresh: list[dict[s
         if idx.size:
             j = idx[np.argmin(np.abs(np.log(stored_rate[idx] / p.rate)))]
             said.append((int(near.sum()), {m: float(rows[m].iloc[j]) for m in METRICS}))
+            nearest.append(rows.iloc[j].to_dict())
         else:
             said.append((0, None))
-    added = pd.DataFrame([{**r, "anchor_source": SOURCE} for r in fresh])
+            nearest.append(None)
+    added = pd.DataFrame([{**(r if row is None else blended(r, row)), "anchor_source": SOURCE}
+                          for r, row in zip(fresh, nearest, strict=True)])
     kept = ol[~drop]
     return pd.concat([kept, added], ignore_index=True) if len(added) else kept, said
 
