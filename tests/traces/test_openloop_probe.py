@@ -114,13 +114,13 @@ def test_an_anchor_points_note_gives_the_sweeps_value_the_probes_and_the_change(
                       "p99 37.9) in place of 2 stored point(s) near it")
     assert p.to_dict()["change_mean"] == pytest.approx(-0.25) and p.to_dict()["replaced"] == 2
     assert p.anchor["latency_mean_us"] == pytest.approx(192**0.5) and p.anchor[OFFERED] == 409.0
-    # without a stored point near its rate, or one more than 1.5x from it, the anchor is the probe's
+    # without a stored point near its rate, or one more than 2x from it, the anchor is the probe's
     alone = AnchorPoint("4 KiB reads", 405, now, None, 0, 5.5)
     assert alone.anchor == now and alone.change is None
     changed = AnchorPoint("4 KiB reads", 405, now, {"offered_iops": 400.0, "latency_mean_us": 40.0,
                                                     "latency_p99_us": 90.0}, 1, 5.5)
     assert changed.anchor == now
-    assert changed.note.endswith("uses the probe alone (more than 1.5x from the sweep's: the device changed) "
+    assert changed.note.endswith("uses the probe alone (more than 2x from the sweep's: the device changed) "
                                  "in place of 1 stored point(s) near it")
 
 
@@ -190,7 +190,7 @@ def test_validate_reports_the_re_anchored_prediction_and_the_one_as_swept_agains
     [point] = probe["points"]
     assert point["swept"]["offered_iops"] == 2_000 and point["swept"]["latency_mean_us"] == 5_000.0
     assert point["replaced"] == 1 and 0 < point["probed"]["latency_mean_us"] < 2_000
-    assert point["anchor"] == point["probed"]  # over 1.5x from the sweep's: the device changed, probe alone
+    assert point["anchor"] == point["probed"]  # over 2x from the sweep's: the device changed, probe alone
     assert probe["headline"] == "re-anchored" and 0 < probe["seconds"] < 30
     compared = [w for w in doc["windows"] if w["latency_mean_us_rel_error"] is not None]
     assert compared
