@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from modeling.store import DataDir
+from modeling.store.open_loop_rows import OFFERED
 from service.cli.main import app
 from service.config import get_settings
 from tests.traces.helpers import write_generic
-from modeling.store.open_loop_rows import OFFERED
 from traces.validate.openloop_probe import AnchorPoint, Planned, plan_probe, reanchor
 
 KIB4 = {"write_ratio": 0.0, "queue_depth": 1, "request_size": 4096, "randomness": 1.0, "read_size": 4096,

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from modeling.store.open_loop_rows import OFFERED, closed_loop_rows
-from traces.predict.utilisation import KEY, MIN_SERVED, mix_keys, nearest_mix
+from traces.predict.utilisation import KEY, MIN_SERVED, mix_groups, mix_keys, nearest_mix
 from traces.predict.windows import newest_open_loop
 
 @dataclass(frozen=True)
@@ -101,9 +101,7 @@ def open_loop_ceilings(frame: pd.DataFrame) -> OpenLoopCeilings | None:
     full = ol["iops"] >= MIN_SERVED * ol[OFFERED]
 
     def by_mix(rows: pd.DataFrame, column: str) -> pd.Series:
-        key = [rows["write_ratio"].astype(float).round(3), rows["request_size"].astype(float),
-               rows["randomness"].astype(float).round(3)]
-        return rows.groupby(key)[column].max()
+        return rows.groupby(mix_groups(rows))[column].max()
 
     capacity = by_mix(closed, "iops")
     fastest = by_mix(ol[full], OFFERED)

@@ -38,7 +38,7 @@ import pandas as pd
 
 from modeling.store.open_loop_rows import closed_loop_rows, replayed_mask
 from traces.predict.engines import kind_words, size_words
-from traces.predict.utilisation import KEY, mix_keys, nearest_mix
+from traces.predict.utilisation import KEY, mix_groups, mix_keys, nearest_mix
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,6 @@ def _shares(served: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     return np.where(ok, np.maximum(served / np.where(ok, capacity, 1.0), 1e-3), 1.0)
 
 
-def _mix(rows: pd.DataFrame) -> list[pd.Series]:
-    """The columns a mix is grouped by: write ratio, request size, randomness."""
-    return [rows["write_ratio"].astype(float).round(3), rows["request_size"].astype(float),
-            rows["randomness"].astype(float).round(3)]
-
-
 def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame,
                     capacity_of: Callable[[pd.DataFrame], np.ndarray] | None = None) -> ReplayCeilings | None:
     """The replay ceilings of a device: ``open_loop`` its newest open-loop rows, ``frame`` all its
@@ -112,15 +106,15 @@ def replay_ceilings(open_loop: pd.DataFrame, frame: pd.DataFrame,
         return None
 
     def by_mix(rows: pd.DataFrame, how: str) -> pd.Series:
-        return rows.groupby(_mix(rows))["iops"].agg(how)
+        return rows.groupby(mix_groups(rows))["iops"].agg(how)
 
     mixes = by_mix(open_loop, "size").index
     capacity = by_mix(closed, "max").reindex(mixes)
     served = by_mix(open_loop[replayed], "mean").reindex(mixes)
     if capacity_of is not None:
-        first = open_loop[replayed].groupby(_mix(open_loop[replayed])).head(1)
+        first = open_loop[replayed].groupby(mix_groups(open_loop[replayed])).head(1)
         modelled = pd.Series(np.asarray(capacity_of(first), np.float64),
-                             index=pd.MultiIndex.from_frame(pd.concat(_mix(first), axis=1)))
+                             index=pd.MultiIndex.from_frame(pd.concat(mix_groups(first), axis=1)))
         capacity = modelled.reindex(mixes)
     cap = capacity.to_numpy(np.float64)
     got = served.to_numpy(np.float64)

@@ -120,6 +120,13 @@ MIX_WEIGHTS = np.array([1.0, 0.25, 1.0])
 """A size doubling counts as much as a quarter of the write-ratio range (distance between mixes)."""
 
 
+def mix_groups(rows: pd.DataFrame) -> list[pd.Series]:
+    """The columns stored rows are grouped into mixes by: write ratio and randomness (rounded to
+    3 places) and request size."""
+    return [rows["write_ratio"].astype(float).round(3), rows["request_size"].astype(float),
+            rows["randomness"].astype(float).round(3)]
+
+
 def mix_keys(frame: pd.DataFrame) -> np.ndarray:
     """Each row's mix as (write ratio, log2 request size, randomness)."""
     return np.column_stack([

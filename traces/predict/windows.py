@@ -31,7 +31,7 @@ from traces.predict.engines import engine_notes
 from traces.predict.openloop import (DEFAULT_LOADS, PredictsFrame, matrix_curves, predict_windows,
                                      window_matrix)
 from modeling.store.open_loop_rows import closed_loop_rows, open_loop_rows, swept_mixes
-from traces.predict.utilisation import UtilisationCorrection, learn_correction
+from traces.predict.utilisation import UtilisationCorrection, learn_correction, mix_groups
 
 MIN_WINDOW_REQUESTS = 20
 # given a device's replay ceilings (as sweep --for-trace measured them) and its newest open-loop
@@ -122,9 +122,7 @@ def newest_open_loop(frame: pd.DataFrame) -> pd.DataFrame:
     ol = open_loop_rows(frame)
     if ol.empty or "sweep_id" not in ol:
         return ol
-    key = [ol["write_ratio"].astype(float).round(3), ol["request_size"].astype(float),
-           ol["randomness"].astype(float).round(3)]
-    latest = ol.groupby(key)["sweep_id"].transform("max")
+    latest = ol.groupby(mix_groups(ol))["sweep_id"].transform("max")
     return ol[ol["sweep_id"] == latest].reset_index(drop=True)
 
 

@@ -121,7 +121,7 @@ class AnchorPoint:
                 f"{self._uses(a)} in place of {self.replaced} stored point(s) near it")
 
     def _uses(self, a: dict[str, float]) -> str:
-        if a is self.probed:
+        if self.swept is None or not agree(self.probed, self.swept):
             return f"uses the probe alone (more than {AGREE:g}x from the sweep's: the device changed)"
         mean, p99 = a["latency_mean_us"], a["latency_p99_us"]
         return f"uses their geometric mean ({mean:.1f} us mean, p99 {p99:.1f})"
@@ -138,11 +138,16 @@ class AnchorPoint:
                 "seconds": self.seconds, "note": self.note}
 
 
+def agree(probed: dict[str, Any], swept: dict[str, Any]) -> bool:
+    """Whether the probe's and the sweep's mean latency are within :data:`AGREE` of each other."""
+    pm, sm = _number(probed["latency_mean_us"]), _number(swept["latency_mean_us"])
+    return pm > 0 and sm > 0 and abs(math.log(pm / sm)) <= math.log(AGREE)
+
+
 def blended(probed: dict[str, Any], swept: dict[str, Any]) -> dict[str, Any]:
     """The probe's row with every latency both rows hold (mean, p99, the percentiles) the geometric
-    mean of the two, where their means agree within :data:`AGREE`; else the probe's row as it is."""
-    pm, sm = float(probed["latency_mean_us"]), float(swept["latency_mean_us"])
-    if not (pm > 0 and sm > 0 and abs(math.log(pm / sm)) <= math.log(AGREE)):
+    mean of the two, where they :func:`agree`; else the probe's row as it is."""
+    if not agree(probed, swept):
         return probed
     both = {}
     for m, v in probed.items():
